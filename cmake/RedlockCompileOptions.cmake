@@ -1,0 +1,23 @@
+# Warnings and sanitizers applied to every target of the project (never exported to consumers).
+function(redlock_project_options target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra)
+  if(REDLOCK_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(REDLOCK_SANITIZE)
+    set(flags -fsanitize=${REDLOCK_SANITIZE} -fno-omit-frame-pointer)
+    if(REDLOCK_SANITIZE MATCHES "undefined")
+      list(APPEND flags -fno-sanitize-recover=undefined)
+      if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+        # clang 14 cannot compile coroutines with -fsanitize=function.
+        list(APPEND flags -fno-sanitize=function)
+      endif()
+    endif()
+    target_compile_options(${target} PRIVATE ${flags})
+    target_link_options(${target} PRIVATE ${flags})
+    if(REDLOCK_SANITIZE MATCHES "thread" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+      # Asio's atomic_thread_fence triggers -Wtsan on g++ 12.
+      target_compile_options(${target} PRIVATE -Wno-tsan)
+    endif()
+  endif()
+endfunction()

@@ -1,0 +1,134 @@
+// One pipelined RESP3 connection to one Redis node: handshake, coalesced writes, per-request deadlines and
+// cancellation, health checks, reconnection with backoff, EVALSHA with NOSCRIPT fallback, pushes.
+#pragma once
+
+#include <redlock/detail/transport.hpp>
+#include <redlock/diagnostics.hpp>
+#include <redlock/error.hpp>
+#include <redlock/node_config.hpp>
+#include <redlock/request.hpp>
+#include <redlock/response.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace redlock {
+
+/// Counters of one connection since it was created.
+struct usage {
+    std::uint64_t writes = 0;            ///< socket writes; coalescing makes this far smaller than requests
+    std::uint64_t bytes_written = 0;
+    std::uint64_t bytes_read = 0;
+    std::uint64_t requests = 0;          ///< requests written
+    std::uint64_t replies = 0;           ///< replies read (including those of abandoned requests)
+    std::uint64_t pushes = 0;            ///< server pushes read
+    std::uint64_t abandoned = 0;         ///< requests cancelled or timed out after they were written
+    std::uint64_t connects = 0;          ///< successful handshakes
+    std::uint64_t disconnects = 0;       ///< established connections that broke
+};
+
+enum class connection_state {
+    idle,          ///< async_connect was never called
+    connecting,    ///< an attempt is under way; requests wait for it (at most connect_timeout)
+    connected,
+    disconnected,  ///< waiting before the next attempt; requests fail at once with not_connected
+    closed,        ///< close() was called
+};
+
+namespace detail {
+class connection_impl;
+using completion = boost::asio::any_completion_handler<void(error_code)>;
+void start_connect(const std::shared_ptr<connection_impl>& impl, diagnostics* diag, completion handler);
+void start_exec(const std::shared_ptr<connection_impl>& impl, const request& req, response* resp,
+                completion handler);
+}  // namespace detail
+
+/// Thread safety: every member may be called from any thread; the connection runs on its own strand.
+/// Completion handlers run on their associated executor, never inside the initiating call.
+class connection {
+public:
+    using executor_type = boost::asio::any_io_executor;
+
+    connection(executor_type ex, node_config config);
+    /// For tests and custom streams: `factory` makes the byte stream of each connection attempt.
+    connection(executor_type ex, node_config config, detail::transport_factory factory);
+    /// Closes the connection; pending requests fail with error::closed. Never blocks.
+    ~connection();
+    connection(connection&&) noexcept;
+    connection& operator=(connection&&) noexcept;
+
+    executor_type get_executor() const noexcept;
+    const node_config& config() const noexcept;
+
+    /// Starts the connection (connect, TLS, HELLO 3 with AUTH/SETNAME, SELECT) and keeps it up: after a failure
+    /// it reconnects with jittered exponential backoff. Completes with the result of the first attempt (or
+    /// success at once if already connected): error::auth_failed, unsupported_server, tls_error, timeout or a
+    /// socket error, with the server's or the library's text in `diag`.
+    /// Signature: void(error_code). Cancellation: terminal (the connection keeps trying in the background).
+    /// Lifetime: `diag` must outlive the operation.
+    template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
+    auto async_connect(diagnostics& diag, Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [impl = impl_](auto handler, diagnostics* d) { detail::start_connect(impl, d, std::move(handler)); },
+            token, &diag);
+    }
+    template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
+    auto async_connect(Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [impl = impl_](auto handler) { detail::start_connect(impl, nullptr, std::move(handler)); }, token);
+    }
+
+    /// Sends the commands of `req` and stores their replies in `resp` (cleared first), one per expected reply.
+    /// Requests from concurrent callers are coalesced into few writes. Completes with:
+    /// - success: every reply arrived and none is an error;
+    /// - error::server_error: every reply arrived and one at least is an error reply (its text is in `resp`);
+    /// - error::timeout: the request's deadline (req.timeout(), else config().request_timeout) expired;
+    /// - error::not_connected: the node is down; the request was not sent;
+    /// - error::connection_lost: the connection broke after the request was written (it may have run);
+    /// - error::protocol_error: the server sent malformed data (the connection is closed and reopened);
+    /// - error::closed, error::invalid_argument (empty request), operation_aborted (cancelled).
+    /// Script commands (request::push_script) run by EVALSHA and are re-sent as EVAL after NOSCRIPT.
+    /// Signature: void(error_code). Cancellation: total, partial and terminal before the request is written
+    /// (it is removed), partial and terminal after (it is abandoned: its reply is read and dropped).
+    /// Lifetime: `req` and `resp` must outlive the operation.
+    template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
+    auto async_exec(const request& req, response& resp, Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [impl = impl_](auto handler, const request* q, response* r) {
+                detail::start_exec(impl, *q, r, std::move(handler));
+            },
+            token, &req, &resp);
+    }
+    /// As above, ignoring the replies (server errors still complete with error::server_error).
+    template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
+    auto async_exec(const request& req, Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [impl = impl_](auto handler, const request* q) { detail::start_exec(impl, *q, nullptr, std::move(handler)); },
+            token, &req);
+    }
+
+    /// Receives server pushes (pub/sub messages, subscribe confirmations, invalidations) on the connection's
+    /// strand. The handler must not block. Replaces any earlier handler.
+    void set_push_handler(std::function<void(const resp::value&)> handler);
+
+    /// Closes the connection and stops reconnecting; pending requests fail with error::closed.
+    void close();
+
+    connection_state state() const noexcept;
+    usage get_usage() const noexcept;
+
+private:
+    std::shared_ptr<detail::connection_impl> impl_;
+};
+
+}  // namespace redlock

@@ -1,0 +1,91 @@
+// The pure pipeline state of one connection: which requests wait, which were written, which reply is whose.
+// No I/O and no timers: the connection drives it and it is unit-tested on its own.
+#pragma once
+
+#include <redlock/error.hpp>
+#include <redlock/request.hpp>
+#include <redlock/response.hpp>
+
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redlock::detail {
+
+/// One exec in flight. The connection derives from it to hold the handler, timer and cancellation state.
+class exec_entry {
+public:
+    enum class status { waiting, staged, written, done };
+
+    exec_entry(const request& req, response* resp) noexcept : request_(&req), response_(resp) {}
+    virtual ~exec_entry() = default;
+
+    /// Called once when every reply arrived (ec clear; some replies may be server errors) or when the entry failed.
+    /// Never called for an abandoned entry.
+    virtual void finish(error_code ec) = 0;
+
+    status state() const noexcept { return status_; }
+    bool abandoned() const noexcept { return abandoned_; }
+
+    /// Points the entry at another request (and response) and makes it wait again: used to re-send scripts.
+    void reuse(const request& req, response* resp) noexcept
+    {
+        request_ = &req;
+        response_ = resp;
+        status_ = status::waiting;
+    }
+
+private:
+    friend class multiplexer;
+    const request* request_;
+    response* response_;  // null when abandoned or when the caller ignores replies
+    std::size_t remaining_ = 0;
+    status status_ = status::waiting;
+    bool abandoned_ = false;
+};
+
+class multiplexer {
+public:
+    enum class consumed { reply, push, unsolicited };
+
+    /// Queues an entry; it is written by the next prepare_write.
+    void add(std::shared_ptr<exec_entry> entry);
+
+    /// Removes an entry that was not written yet. Returns false if it is staged or written (abandon it instead).
+    bool remove(const exec_entry& entry);
+
+    /// Forgets the caller of a staged or written entry: its replies will be read and dropped so later replies
+    /// still go to the right requests.
+    void abandon(exec_entry& entry) noexcept;
+
+    /// Serializes every waiting request into one buffer (valid until the next call) and marks them staged.
+    std::string_view prepare_write();
+
+    /// The staged bytes reached the socket. Entries that expect no reply (SUBSCRIBE...) finish here.
+    void commit_write();
+
+    /// Routes one complete value read from the server: a push goes to subscribers, anything else is the reply
+    /// of the oldest written entry. `unsolicited` means a reply nobody asked for: the stream is out of step.
+    consumed consume(resp::value& value);
+
+    /// The connection broke: finishes every entry, those written (or being written) with `sent`, the others
+    /// with `unsent`.
+    void fail_all(error_code sent, error_code unsent);
+
+    bool has_waiting() const noexcept { return first_waiting_ < queue_.size(); }
+    /// Entries written (or being written) whose replies have not all arrived, including abandoned ones.
+    std::size_t awaiting_replies() const noexcept { return first_waiting_; }
+    std::size_t size() const noexcept { return queue_.size(); }
+
+private:
+    void finish_front();
+
+    std::deque<std::shared_ptr<exec_entry>> queue_;  // written/staged first, in write order, then waiting
+    std::size_t first_waiting_ = 0;
+    std::string write_buffer_;
+};
+
+}  // namespace redlock::detail

@@ -1,0 +1,56 @@
+// Error codes of the library and the conditions callers test against.
+#pragma once
+
+#include <boost/system/error_code.hpp>
+
+#include <ostream>
+#include <type_traits>
+
+namespace redlock {
+
+using error_code = boost::system::error_code;
+
+/// Specific failures reported by the library (category "redlock").
+enum class error {
+    invalid_argument = 1,  ///< bad input (URL, option, key): reported before any I/O
+    not_connected,         ///< the node is down or reconnecting; the request was never sent
+    connection_lost,       ///< the connection broke after the request was written: it may or may not have run
+    timeout,               ///< a deadline of ours expired (request, connect, health check)
+    protocol_error,        ///< the server sent bytes that are not RESP, or too large or deep to accept
+    server_error,          ///< the server answered with an error reply; its text is in the diagnostics
+    auth_failed,           ///< wrong password, unknown or disabled user
+    unsupported_server,    ///< the server does not speak RESP3 (HELLO 3): Redis older than 6
+    tls_error,             ///< TLS handshake or certificate verification failed
+    closed,                ///< the connection was closed by its owner
+    no_quorum,             ///< too few nodes answered to decide
+    not_acquired,          ///< the nodes answered, but another owner holds the lock
+    not_owner,             ///< extend or release of a lock that is not (or no longer) ours
+    lost,                  ///< the lease expired or could not be extended in time
+};
+
+/// Classes of errors, for `ec == redlock::condition::timeout` style tests.
+enum class condition {
+    not_acquired = 1,  ///< the lock is held by someone else (not_acquired)
+    timeout,           ///< a deadline expired (ours, or an Asio/OS timeout)
+    connection,        ///< the node could not be reached or the link broke (ours and Asio/OS socket errors)
+    protocol,          ///< malformed bytes from the peer (protocol_error and every RESP parser error)
+};
+
+const boost::system::error_category& error_category() noexcept;
+const boost::system::error_category& condition_category() noexcept;
+
+inline error_code make_error_code(error e) noexcept { return {static_cast<int>(e), error_category()}; }
+inline boost::system::error_condition make_error_condition(condition c) noexcept
+{
+    return {static_cast<int>(c), condition_category()};
+}
+
+inline std::ostream& operator<<(std::ostream& os, error e) { return os << make_error_code(e).message(); }
+inline std::ostream& operator<<(std::ostream& os, condition c) { return os << make_error_condition(c).message(); }
+
+}  // namespace redlock
+
+template <>
+struct boost::system::is_error_code_enum<redlock::error> : std::true_type {};
+template <>
+struct boost::system::is_error_condition_enum<redlock::condition> : std::true_type {};

@@ -1,0 +1,58 @@
+// Where a node is and how to talk to it; parsed from a redis:// rediss:// or unix:// URL.
+#pragma once
+
+#include <redlock/diagnostics.hpp>
+#include <redlock/resp/limits.hpp>
+
+#include <boost/system/result.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace redlock {
+
+struct tls_options {
+    std::string ca_file;         ///< PEM file of trusted CAs; empty = the system's default paths
+    std::string cert_file;       ///< client certificate (PEM), for servers that require one
+    std::string key_file;        ///< client private key (PEM)
+    bool verify_peer = true;     ///< verify the server's certificate chain and host name
+    std::string server_name;     ///< name to verify and send as SNI; empty = the URL's host
+};
+
+struct node_config {
+    enum class transport { tcp, tls, unix_socket };
+
+    transport kind = transport::tcp;
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 6379;
+    std::string path;  ///< unix socket path
+    std::string username;  ///< empty = "default" when a password is given
+    std::string password;
+    int db = 0;
+    std::string client_name;  ///< sent with HELLO SETNAME when not empty
+    tls_options tls;
+
+    std::chrono::milliseconds connect_timeout{2000};        ///< connect + TLS + HELLO, per attempt
+    std::chrono::milliseconds request_timeout{5000};        ///< default deadline of a request
+    std::chrono::milliseconds health_check_interval{1000};  ///< PING when idle this long
+    std::chrono::milliseconds health_check_timeout{3000};   ///< dead when nothing is read this long while waiting
+    std::chrono::milliseconds reconnect_min_delay{50};      ///< first backoff after a failure
+    std::chrono::milliseconds reconnect_max_delay{2000};    ///< backoff doubles up to this
+    bool reconnect = true;
+    resp::limits limits;
+
+    /// The URL of this node without its password, for messages and logs.
+    std::string to_string() const;
+};
+
+/// Parses `redis://[user[:password]@]host[:port][/db]`, `rediss://...` (TLS) or `unix:///path/to.sock`.
+/// Query parameters: `db`, `client_name`, and for TLS `ca_file`, `cert_file`, `key_file`, `verify` (true|false),
+/// `server_name`. Fails with error::invalid_argument; `diag.client_message()` names what is wrong.
+boost::system::result<node_config> parse_url(std::string_view url, diagnostics& diag);
+
+/// As above; throws boost::system::system_error(error::invalid_argument, "what is wrong").
+node_config parse_url(std::string_view url);
+
+}  // namespace redlock

@@ -1,0 +1,109 @@
+// A pipeline of commands to send in one write, with the number of replies to expect.
+#pragma once
+
+#include <redlock/resp/serialize.hpp>
+#include <redlock/script.hpp>
+
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <concepts>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redlock {
+
+/// One command argument: a string or an integer, formatted without allocating.
+class arg {
+public:
+    arg(std::string_view text) noexcept : view_(text) {}
+    arg(const std::string& text) noexcept : view_(text) {}
+    arg(const char* text) noexcept : view_(text) {}
+    template <std::integral Int>
+        requires(!std::same_as<Int, bool> && !std::same_as<Int, char>)
+    arg(Int number) noexcept
+    {
+        auto result = std::to_chars(digits_, digits_ + sizeof digits_, number);
+        view_ = std::string_view(digits_, static_cast<std::size_t>(result.ptr - digits_));
+    }
+    arg(const arg&) = delete;  // view_ may point into digits_
+    arg& operator=(const arg&) = delete;
+
+    std::string_view view() const noexcept { return view_; }
+
+private:
+    char digits_[24];
+    std::string_view view_;
+};
+
+class request {
+public:
+    /// One command: `req.push("SET", key, value, "PX", 5000)`.
+    template <class... Args>
+    void push(std::string_view command, const Args&... args)
+    {
+        const arg parts[] = {arg(command), arg(args)...};
+        std::array<std::string_view, sizeof...(Args) + 1> views;
+        for (std::size_t i = 0; i < views.size(); ++i) views[i] = parts[i].view();
+        append(views);
+    }
+
+    /// One command whose arguments come from a range of strings: `req.push_range("DEL", keys)`.
+    template <class Range>
+    void push_range(std::string_view command, const Range& args)
+    {
+        std::vector<std::string_view> views{command};
+        for (const auto& a : args) views.emplace_back(a);
+        append(views);
+    }
+
+    /// EVALSHA of `s` with these keys and arguments. If the node does not know the script (NOSCRIPT, e.g.
+    /// after a restart) the connection re-sends this command as EVAL, transparently.
+    void push_script(const script& s, std::initializer_list<arg> keys, std::initializer_list<arg> args);
+    void push_script(const script& s, const std::vector<std::string>& keys, const std::vector<std::string>& args);
+
+    /// The serialized commands.
+    std::string_view payload() const noexcept { return payload_; }
+    std::size_t commands() const noexcept { return commands_; }
+    /// Replies the server sends for these commands: SUBSCRIBE and its kin answer with pushes instead.
+    std::size_t expected_replies() const noexcept { return expected_replies_; }
+    bool empty() const noexcept { return commands_ == 0; }
+
+    /// Deadline of each exec of this request; zero means the connection's default request timeout.
+    void set_timeout(std::chrono::milliseconds timeout) noexcept { timeout_ = timeout; }
+    std::chrono::milliseconds timeout() const noexcept { return timeout_; }
+
+    void clear();
+
+    /// A script command of this request, kept so the connection can re-send it as EVAL.
+    struct script_call {
+        std::size_t reply_index;
+        script code;
+        std::vector<std::string> params;  // numkeys, keys..., args...
+    };
+    const std::vector<script_call>& script_calls() const noexcept { return script_calls_; }
+
+    /// A request holding `calls` as EVAL commands, in order.
+    static request eval_fallback(const std::vector<const script_call*>& calls);
+
+private:
+    template <class Views>
+    void append(const Views& views)
+    {
+        resp::append_command(payload_, views);
+        ++commands_;
+        if (!answered_by_push(views[0])) ++expected_replies_;
+    }
+    static bool answered_by_push(std::string_view command) noexcept;
+    void push_script_params(const script& s, std::vector<std::string> params);
+
+    std::string payload_;
+    std::size_t commands_ = 0;
+    std::size_t expected_replies_ = 0;
+    std::chrono::milliseconds timeout_{0};
+    std::vector<script_call> script_calls_;
+};
+
+}  // namespace redlock

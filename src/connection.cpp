@@ -1,0 +1,614 @@
+#include <redlock/connection.hpp>
+#include <redlock/detail/multiplexer.hpp>
+#include <redlock/resp/reader.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+
+namespace redlock {
+namespace detail {
+
+namespace asio = boost::asio;
+using clock = std::chrono::steady_clock;
+using strand_type = asio::strand<asio::any_io_executor>;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// Hands a result to a caller's handler on the handler's own executor, never inline, keeping that executor's
+// context alive in between.
+class pending_completion {
+public:
+    pending_completion() = default;
+    // A handler without an executor of its own completes on `fallback`, the connection's I/O executor.
+    pending_completion(completion handler, const asio::any_io_executor& fallback)
+        : io_executor_(fallback),
+          slot_(asio::get_associated_cancellation_slot(handler)),
+          work_(asio::prefer(asio::get_associated_executor(handler, fallback),
+                             asio::execution::outstanding_work.tracked)),
+          handler_(std::move(handler))
+    {
+    }
+    asio::cancellation_slot slot() const noexcept { return slot_; }
+    explicit operator bool() const noexcept { return static_cast<bool>(handler_); }
+
+    void complete(error_code ec)
+    {
+        // Posted through the I/O executor (so never inline), then run on the handler's executor.
+        auto work = std::move(work_);
+        asio::post(io_executor_, asio::bind_executor(work, [handler = std::move(handler_), slot = slot_, ec]() mutable {
+                       if (slot.is_connected()) slot.clear();  // on the caller's executor, where it emits
+                       std::move(handler)(ec);
+                   }));
+    }
+
+private:
+    asio::any_io_executor io_executor_;
+    asio::cancellation_slot slot_;
+    asio::any_completion_executor work_;
+    completion handler_;
+};
+
+struct atomic_usage {
+    std::atomic<std::uint64_t> writes{0}, bytes_written{0}, bytes_read{0}, requests{0}, replies{0}, pushes{0},
+        abandoned{0}, connects{0}, disconnects{0};
+};
+
+class exec_op;
+
+class connection_impl : public std::enable_shared_from_this<connection_impl> {
+public:
+    connection_impl(asio::any_io_executor ex, node_config config, transport_factory factory)
+        : strand_(asio::make_strand(ex)),
+          config_(std::move(config)),
+          factory_(std::move(factory)),
+          reader_(config_.limits),
+          writer_wakeup_(strand_),
+          health_timer_(strand_),
+          backoff_timer_(strand_),
+          connect_timer_(strand_)
+    {
+    }
+
+    strand_type& strand() noexcept { return strand_; }
+    const node_config& config() const noexcept { return config_; }
+    connection_state state() const noexcept { return state_.load(std::memory_order_relaxed); }
+    atomic_usage& stats() noexcept { return stats_; }
+    multiplexer& mpx() noexcept { return mpx_; }
+
+    void start_connect(diagnostics* diag, completion handler);
+    void close();
+    void set_push_handler(std::function<void(const resp::value&)> handler)
+    {
+        asio::dispatch(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
+            self->push_handler_ = std::move(h);
+        });
+    }
+
+    // Queues an entry for the writer (on the strand).
+    void submit(std::shared_ptr<exec_entry> entry)
+    {
+        mpx_.add(std::move(entry));
+        writer_wakeup_.cancel();
+    }
+
+private:
+    struct connect_waiter {
+        diagnostics* diag;
+        pending_completion completion;
+        std::uint64_t id;
+    };
+
+    static asio::awaitable<void> run(std::shared_ptr<connection_impl> self) { co_await self->run_loop(); }
+    asio::awaitable<void> run_loop();
+    asio::awaitable<error_code> connect_once(diagnostics& diag);
+    asio::awaitable<error_code> handshake(diagnostics& diag);
+    asio::awaitable<error_code> read_replies(std::size_t count, response& out, diagnostics& diag);
+    asio::awaitable<error_code> reader_loop();
+    asio::awaitable<error_code> writer_loop();
+    asio::awaitable<error_code> health_loop();
+    void on_value(resp::value& value, error_code& ec);
+    void notify_connect_waiters(error_code ec, const diagnostics& diag);
+    void set_state(connection_state s) noexcept { state_.store(s, std::memory_order_relaxed); }
+    std::chrono::milliseconds next_backoff();
+
+    strand_type strand_;
+    node_config config_;
+    transport_factory factory_;
+    std::unique_ptr<transport> transport_;
+    multiplexer mpx_;
+    resp::reader reader_;
+    std::atomic<connection_state> state_{connection_state::idle};
+    asio::steady_timer writer_wakeup_;  // a condition variable: cancelled when there is something to write
+    asio::steady_timer health_timer_;
+    asio::steady_timer backoff_timer_;
+    asio::steady_timer connect_timer_;
+    std::uint64_t connect_generation_ = 0;
+    bool connect_timed_out_ = false;
+    std::vector<connect_waiter> connect_waiters_;
+    std::uint64_t next_waiter_id_ = 0;
+    std::function<void(const resp::value&)> push_handler_;
+    clock::time_point last_write_{};
+    clock::time_point waiting_since_{};  // last progress while replies are outstanding
+    std::chrono::milliseconds backoff_{0};
+    std::minstd_rand jitter_{std::random_device{}()};
+    atomic_usage stats_;
+};
+
+// One async_exec: lives in the multiplexer until its replies arrive, and owns the caller's handler.
+class exec_op final : public exec_entry, public std::enable_shared_from_this<exec_op> {
+public:
+    exec_op(std::shared_ptr<connection_impl> conn, const request& req, response* resp, completion handler)
+        : exec_entry(req, resp != nullptr ? resp : &ignored_),
+          conn_(std::move(conn)),
+          request_(&req),
+          response_(resp != nullptr ? resp : &ignored_),
+          completion_(std::move(handler), conn_->strand().get_inner_executor()),
+          deadline_(conn_->strand())
+    {
+    }
+
+    void start()
+    {
+        response_->clear();
+        const auto state = conn_->state();
+        if (state == connection_state::closed) return complete(error::closed);
+        if (request_->empty()) return complete(error::invalid_argument);
+        if (state != connection_state::connected && state != connection_state::connecting)
+            return complete(error::not_connected);
+
+        if (auto slot = completion_.slot(); slot.is_connected()) {
+            slot.assign([weak = weak_from_this(), strand = conn_->strand()](asio::cancellation_type_t type) {
+                asio::dispatch(strand, [weak, type] {
+                    if (auto self = weak.lock()) self->on_cancel(type);
+                });
+            });
+        }
+        auto timeout = request_->timeout().count() > 0 ? request_->timeout() : conn_->config().request_timeout;
+        deadline_.expires_after(timeout);
+        deadline_.async_wait([weak = weak_from_this()](error_code ec) {
+            if (auto self = weak.lock(); self && !ec) self->on_deadline();
+        });
+        conn_->submit(shared_from_this());
+    }
+
+    void finish(error_code ec) override
+    {
+        if (done_) return;
+        if (ec) return complete(ec);
+        if (resend_missing_scripts()) return;
+        if (!fallback_indexes_.empty()) {
+            for (std::size_t i = 0; i < fallback_indexes_.size(); ++i)
+                (*response_)[fallback_indexes_[i]] = std::move(fallback_response_[i]);
+        }
+        const bool any_error = std::any_of(response_->begin(), response_->end(), [](auto& v) { return v.is_error(); });
+        complete(any_error ? make_error_code(error::server_error) : error_code{});
+    }
+
+private:
+    // The node lost its script cache (restart, SCRIPT FLUSH): send the scripts that failed again as EVAL. Such
+    // a command did not run, so sending it again is safe.
+    bool resend_missing_scripts()
+    {
+        if (!fallback_indexes_.empty()) return false;  // at most once
+        std::vector<const request::script_call*> calls;
+        for (const auto& call : request_->script_calls()) {
+            const auto& reply = (*response_)[call.reply_index];
+            if (reply.is_error() && reply.error_text().starts_with("NOSCRIPT")) {
+                calls.push_back(&call);
+                fallback_indexes_.push_back(call.reply_index);
+            }
+        }
+        if (calls.empty()) return false;
+        fallback_request_ = request::eval_fallback(calls);
+        reuse(fallback_request_, &fallback_response_);
+        const auto state = conn_->state();
+        if (state != connection_state::connected && state != connection_state::connecting) {
+            complete(error::not_connected);
+        } else {
+            conn_->submit(shared_from_this());
+        }
+        return true;
+    }
+
+    void on_cancel(asio::cancellation_type_t type)
+    {
+        if (done_) return;
+        if (conn_->mpx().remove(*this)) return complete(asio::error::operation_aborted);
+        if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
+            asio::cancellation_type::none)
+            return;  // total cancellation cannot unsend a written request
+        abandon();
+        complete(asio::error::operation_aborted);
+    }
+
+    void on_deadline()
+    {
+        if (done_) return;
+        if (!conn_->mpx().remove(*this)) abandon();
+        complete(error::timeout);
+    }
+
+    void abandon()
+    {
+        conn_->mpx().abandon(*this);
+        conn_->stats().abandoned.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    void complete(error_code ec)
+    {
+        done_ = true;
+        deadline_.cancel();
+        completion_.complete(ec);
+    }
+
+    std::shared_ptr<connection_impl> conn_;
+    const request* request_;
+    response* response_;
+    response ignored_;
+    pending_completion completion_;
+    asio::steady_timer deadline_;
+    request fallback_request_;
+    response fallback_response_;
+    std::vector<std::size_t> fallback_indexes_;
+    bool done_ = false;
+};
+
+// The health check's PING: nobody waits for it; its reply only proves the server is alive.
+class ping_entry final : public exec_entry {
+public:
+    ping_entry() : exec_entry(ping_request(), nullptr) {}
+    void finish(error_code) override {}
+
+private:
+    static const request& ping_request()
+    {
+        static const request ping = [] {
+            request r;
+            r.push("PING");
+            return r;
+        }();
+        return ping;
+    }
+};
+
+void connection_impl::start_connect(diagnostics* diag, completion handler)
+{
+    asio::dispatch(strand_, [self = shared_from_this(), diag, handler = std::move(handler)]() mutable {
+        pending_completion done(std::move(handler), self->strand_.get_inner_executor());
+        const auto state = self->state();
+        if (state == connection_state::closed) return done.complete(error::closed);
+        if (state == connection_state::connected) {
+            if (diag) diag->clear();
+            return done.complete({});
+        }
+        const auto id = self->next_waiter_id_++;
+        if (auto slot = done.slot(); slot.is_connected()) {
+            slot.assign([weak = std::weak_ptr(self), id](asio::cancellation_type_t type) {
+                if ((type & asio::cancellation_type::terminal) == asio::cancellation_type::none) return;
+                auto self = weak.lock();
+                if (!self) return;
+                asio::dispatch(self->strand_, [self, id] {
+                    auto& waiters = self->connect_waiters_;
+                    auto it = std::find_if(waiters.begin(), waiters.end(), [id](auto& w) { return w.id == id; });
+                    if (it == waiters.end()) return;
+                    auto completion = std::move(it->completion);
+                    waiters.erase(it);
+                    completion.complete(asio::error::operation_aborted);
+                });
+            });
+        }
+        self->connect_waiters_.push_back({diag, std::move(done), id});
+        if (state == connection_state::idle) {
+            self->set_state(connection_state::connecting);
+            asio::co_spawn(self->strand_, run(self), [](std::exception_ptr) {
+                // The loop catches what it can; an escaping exception means the connection was torn down.
+            });
+        }
+    });
+}
+
+void connection_impl::close()
+{
+    asio::dispatch(strand_, [self = shared_from_this()] {
+        if (self->state() == connection_state::closed) return;
+        const bool running = self->state() != connection_state::idle;
+        self->set_state(connection_state::closed);
+        if (self->transport_) self->transport_->close();
+        self->writer_wakeup_.cancel();
+        self->health_timer_.cancel();
+        self->backoff_timer_.cancel();
+        self->connect_timer_.cancel();
+        diagnostics diag;
+        diag.set_client_message("connection closed");
+        self->notify_connect_waiters(error::closed, diag);
+        if (!running) self->mpx_.fail_all(error::closed, error::closed);
+    });
+}
+
+void connection_impl::notify_connect_waiters(error_code ec, const diagnostics& diag)
+{
+    auto waiters = std::move(connect_waiters_);
+    connect_waiters_.clear();
+    for (auto& waiter : waiters) {
+        if (waiter.diag) *waiter.diag = diag;
+        waiter.completion.complete(ec);
+    }
+}
+
+std::chrono::milliseconds connection_impl::next_backoff()
+{
+    // Exponential with "equal jitter": half fixed, half random, so restarted clients do not reconnect in step.
+    backoff_ = backoff_.count() == 0 ? config_.reconnect_min_delay
+                                     : std::min(backoff_ * 2, config_.reconnect_max_delay);
+    const auto half = std::max<std::int64_t>(backoff_.count() / 2, 1);
+    std::uniform_int_distribution<std::int64_t> extra(0, half);
+    return std::chrono::milliseconds(half + extra(jitter_));
+}
+
+asio::awaitable<void> connection_impl::run_loop()
+{
+    using namespace asio::experimental::awaitable_operators;
+    while (state() != connection_state::closed) {
+        set_state(connection_state::connecting);
+        diagnostics diag;
+        error_code ec = co_await connect_once(diag);
+        if (state() == connection_state::closed) break;
+        notify_connect_waiters(ec, diag);
+        if (!ec) {
+            set_state(connection_state::connected);
+            stats_.connects.fetch_add(1, std::memory_order_relaxed);
+            backoff_ = std::chrono::milliseconds(0);
+            last_write_ = waiting_since_ = clock::now();
+            auto why = co_await (reader_loop() || writer_loop() || health_loop());
+            ec = std::visit([](error_code e) { return e; }, why);
+            stats_.disconnects.fetch_add(1, std::memory_order_relaxed);
+        }
+        transport_->close();
+        if (state() == connection_state::closed) break;
+        set_state(connection_state::disconnected);
+        mpx_.fail_all(ec == error::protocol_error || ec == error::timeout ? ec : make_error_code(error::connection_lost),
+                      error::not_connected);
+        if (!config_.reconnect) co_return;
+        backoff_timer_.expires_after(next_backoff());
+        co_await backoff_timer_.async_wait(use_tuple);
+    }
+    if (transport_) transport_->close();
+    mpx_.fail_all(error::closed, error::closed);
+}
+
+asio::awaitable<error_code> connection_impl::connect_once(diagnostics& diag)
+{
+    transport_ = factory_ ? factory_(strand_) : make_transport(strand_, config_);
+    reader_.reset();
+    const auto generation = ++connect_generation_;
+    connect_timed_out_ = false;
+    connect_timer_.expires_after(config_.connect_timeout);
+    connect_timer_.async_wait([self = shared_from_this(), generation](error_code ec) {
+        if (ec || generation != self->connect_generation_) return;
+        self->connect_timed_out_ = true;
+        self->transport_->close();
+    });
+
+    auto [ec] = co_await async_connect(*transport_, diag, use_tuple);
+    if (!ec) ec = co_await handshake(diag);
+    connect_timer_.cancel();
+    ++connect_generation_;  // a timer callback already queued must not close the next transport
+    if (ec && connect_timed_out_) {
+        diag.clear();
+        diag.set_client_message("no answer from " + config_.to_string() + " within the connect timeout of " +
+                                std::to_string(config_.connect_timeout.count()) + " ms");
+        ec = error::timeout;
+    }
+    co_return ec;
+}
+
+namespace {
+// Classifies an error reply to HELLO.
+error_code hello_error(std::string_view text)
+{
+    if (text.starts_with("NOPROTO") || text.starts_with("ERR unknown command")) return error::unsupported_server;
+    if (text.starts_with("WRONGPASS") || text.starts_with("NOAUTH") || text.starts_with("NOPERM"))
+        return error::auth_failed;
+    return error::server_error;
+}
+}  // namespace
+
+asio::awaitable<error_code> connection_impl::handshake(diagnostics& diag)
+{
+    std::vector<std::string> hello{"3"};
+    if (!config_.password.empty()) {
+        hello.insert(hello.end(), {"AUTH", config_.username.empty() ? "default" : config_.username, config_.password});
+    }
+    if (!config_.client_name.empty()) hello.insert(hello.end(), {"SETNAME", config_.client_name});
+    request req;
+    req.push_range("HELLO", hello);
+    if (config_.db != 0) req.push("SELECT", config_.db);
+
+    auto payload = req.payload();
+    auto [wec, written] = co_await async_write(*transport_, asio::buffer(payload.data(), payload.size()), use_tuple);
+    if (wec) {
+        diag.set_client_message("cannot send the handshake to " + config_.to_string() + ": " + wec.message());
+        co_return wec;
+    }
+    response replies;
+    if (auto ec = co_await read_replies(req.expected_replies(), replies, diag)) co_return ec;
+    if (replies[0].is_error()) {
+        diag.set_server_message(std::string(replies[0].error_text()));
+        co_return hello_error(replies[0].error_text());
+    }
+    if (config_.db != 0 && replies[1].is_error()) {
+        diag.set_server_message(std::string(replies[1].error_text()));
+        co_return error::server_error;
+    }
+    co_return error_code{};
+}
+
+asio::awaitable<error_code> connection_impl::read_replies(std::size_t count, response& out, diagnostics& diag)
+{
+    for (;;) {
+        error_code ec;
+        while (out.size() < count) {
+            auto value = reader_.next(ec);
+            if (ec) {
+                diag.set_client_message("malformed reply from " + config_.to_string() + ": " + ec.message());
+                co_return error::protocol_error;
+            }
+            if (!value) break;
+            if (value->data_type != resp::type::push) out.push_back(std::move(*value));
+        }
+        if (out.size() == count) co_return error_code{};
+        auto space = reader_.prepare(4096);
+        auto [rec, n] = co_await async_read_some(*transport_, asio::buffer(space.data(), space.size()), use_tuple);
+        if (rec) {
+            diag.set_client_message("connection to " + config_.to_string() + " closed during the handshake: " +
+                                    rec.message());
+            co_return rec;
+        }
+        reader_.commit(n);
+        stats_.bytes_read.fetch_add(n, std::memory_order_relaxed);
+    }
+}
+
+void connection_impl::on_value(resp::value& value, error_code& ec)
+{
+    switch (mpx_.consume(value)) {
+    case multiplexer::consumed::reply: stats_.replies.fetch_add(1, std::memory_order_relaxed); break;
+    case multiplexer::consumed::push:
+        stats_.pushes.fetch_add(1, std::memory_order_relaxed);
+        if (push_handler_) {
+            try {
+                push_handler_(value);
+            } catch (...) {
+                // A subscriber's failure must not take the connection down.
+            }
+        }
+        break;
+    case multiplexer::consumed::unsolicited:
+        ec = error::protocol_error;  // a reply nobody asked for: the stream is out of step
+        break;
+    }
+}
+
+asio::awaitable<error_code> connection_impl::reader_loop()
+{
+    for (;;) {
+        error_code ec;
+        while (auto value = reader_.next(ec)) {
+            on_value(*value, ec);
+            if (ec) co_return ec;
+        }
+        if (ec) co_return make_error_code(error::protocol_error);
+        auto space = reader_.prepare(16 * 1024);
+        auto [rec, n] = co_await async_read_some(*transport_, asio::buffer(space.data(), space.size()), use_tuple);
+        if (rec) co_return state() == connection_state::closed ? make_error_code(error::closed) : rec;
+        reader_.commit(n);
+        waiting_since_ = clock::now();
+        stats_.bytes_read.fetch_add(n, std::memory_order_relaxed);
+    }
+}
+
+asio::awaitable<error_code> connection_impl::writer_loop()
+{
+    for (;;) {
+        while (!mpx_.has_waiting()) {
+            writer_wakeup_.expires_at(clock::time_point::max());
+            co_await writer_wakeup_.async_wait(use_tuple);
+            auto cs = co_await asio::this_coro::cancellation_state;
+            if (cs.cancelled() != asio::cancellation_type::none || state() != connection_state::connected)
+                co_return make_error_code(error::closed);
+        }
+        if (mpx_.awaiting_replies() == 0) waiting_since_ = clock::now();
+        const auto before = mpx_.size() - mpx_.awaiting_replies();
+        auto bytes = mpx_.prepare_write();
+        last_write_ = clock::now();
+        auto [ec, n] = co_await async_write(*transport_, asio::buffer(bytes.data(), bytes.size()), use_tuple);
+        if (ec) co_return state() == connection_state::closed ? make_error_code(error::closed) : ec;
+        mpx_.commit_write();
+        stats_.writes.fetch_add(1, std::memory_order_relaxed);
+        stats_.bytes_written.fetch_add(n, std::memory_order_relaxed);
+        stats_.requests.fetch_add(before, std::memory_order_relaxed);
+    }
+}
+
+asio::awaitable<error_code> connection_impl::health_loop()
+{
+    const auto interval = config_.health_check_interval;
+    const auto tick = std::max(std::chrono::milliseconds(10), std::min(interval, config_.health_check_timeout / 4));
+    for (;;) {
+        health_timer_.expires_after(tick);
+        auto [ec] = co_await health_timer_.async_wait(use_tuple);
+        if (ec || state() != connection_state::connected) co_return make_error_code(error::closed);
+        const auto now = clock::now();
+        if (mpx_.awaiting_replies() > 0 && now - waiting_since_ > config_.health_check_timeout) {
+            co_return make_error_code(error::timeout);  // a paused or silent server
+        }
+        if (mpx_.size() == 0 && now - last_write_ >= interval) submit(std::make_shared<ping_entry>());
+    }
+}
+
+void start_connect(const std::shared_ptr<connection_impl>& impl, diagnostics* diag, completion handler)
+{
+    impl->start_connect(diag, std::move(handler));
+}
+
+void start_exec(const std::shared_ptr<connection_impl>& impl, const request& req, response* resp, completion handler)
+{
+    auto op = std::make_shared<exec_op>(impl, req, resp, std::move(handler));
+    asio::dispatch(impl->strand(), [op] { op->start(); });
+}
+
+}  // namespace detail
+
+connection::connection(executor_type ex, node_config config) : connection(std::move(ex), std::move(config), {}) {}
+
+connection::connection(executor_type ex, node_config config, detail::transport_factory factory)
+    : impl_(std::make_shared<detail::connection_impl>(std::move(ex), std::move(config), std::move(factory)))
+{
+}
+
+connection::~connection()
+{
+    if (impl_) impl_->close();
+}
+
+connection::connection(connection&&) noexcept = default;
+
+connection& connection::operator=(connection&& other) noexcept
+{
+    if (this != &other) {
+        if (impl_) impl_->close();
+        impl_ = std::move(other.impl_);
+    }
+    return *this;
+}
+
+connection::executor_type connection::get_executor() const noexcept { return impl_->strand(); }
+const node_config& connection::config() const noexcept { return impl_->config(); }
+void connection::set_push_handler(std::function<void(const resp::value&)> handler)
+{
+    impl_->set_push_handler(std::move(handler));
+}
+void connection::close() { impl_->close(); }
+connection_state connection::state() const noexcept { return impl_->state(); }
+
+usage connection::get_usage() const noexcept
+{
+    auto& s = impl_->stats();
+    auto get = [](const std::atomic<std::uint64_t>& v) { return v.load(std::memory_order_relaxed); };
+    return usage{get(s.writes),   get(s.bytes_written), get(s.bytes_read),
+                 get(s.requests), get(s.replies),       get(s.pushes),
+                 get(s.abandoned), get(s.connects),     get(s.disconnects)};
+}
+
+}  // namespace redlock

@@ -1,0 +1,135 @@
+#include <redlock/error.hpp>
+#include <redlock/node_config.hpp>
+
+#include <boost/system/system_error.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
+
+#include <charconv>
+#include <optional>
+
+namespace redlock {
+namespace {
+
+std::optional<long long> to_number(std::string_view text)
+{
+    long long value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
+    return value;
+}
+
+std::optional<bool> to_bool(std::string_view text)
+{
+    if (text == "true" || text == "1" || text == "yes") return true;
+    if (text == "false" || text == "0" || text == "no") return false;
+    return std::nullopt;
+}
+
+// Fills `out` from the URL; returns what is wrong, or an empty string.
+std::string fill(const boost::urls::url_view& u, node_config& out)
+{
+    const std::string scheme = u.scheme();
+    if (scheme == "redis") {
+        out.kind = node_config::transport::tcp;
+    } else if (scheme == "rediss") {
+        out.kind = node_config::transport::tls;
+    } else if (scheme == "unix") {
+        out.kind = node_config::transport::unix_socket;
+    } else {
+        return "unknown scheme '" + scheme + "' (expected redis, rediss or unix)";
+    }
+
+    if (u.has_userinfo()) {
+        out.username = u.user();
+        out.password = u.password();
+    }
+
+    if (out.kind == node_config::transport::unix_socket) {
+        if (!u.host().empty()) return "a unix URL has no host: write unix:///path/to.sock";
+        out.path = u.path();
+        if (out.path.empty() || out.path == "/") return "the unix socket path is missing";
+    } else {
+        if (u.host().empty()) return "the host is missing";
+        out.host = u.host_address();
+        if (u.has_port()) {
+            auto port = to_number(u.port());
+            if (!port || *port <= 0 || *port > 65535) return "port '" + std::string(u.port()) + "' is not in 1..65535";
+            out.port = static_cast<std::uint16_t>(*port);
+        }
+        std::string path = u.path();
+        if (!path.empty() && path != "/") {
+            auto db = to_number(std::string_view(path).substr(1));
+            if (!db || *db < 0 || *db > 1'000'000) return "database '" + path.substr(1) + "' is not a number >= 0";
+            out.db = static_cast<int>(*db);
+        }
+    }
+
+    for (auto param : u.params()) {
+        const std::string key = param.key;
+        const std::string value = param.value;
+        if (key == "db") {
+            auto db = to_number(value);
+            if (!db || *db < 0 || *db > 1'000'000) return "database '" + value + "' is not a number >= 0";
+            out.db = static_cast<int>(*db);
+        } else if (key == "client_name") {
+            out.client_name = value;
+        } else if (key == "ca_file") {
+            out.tls.ca_file = value;
+        } else if (key == "cert_file") {
+            out.tls.cert_file = value;
+        } else if (key == "key_file") {
+            out.tls.key_file = value;
+        } else if (key == "server_name") {
+            out.tls.server_name = value;
+        } else if (key == "verify") {
+            auto verify = to_bool(value);
+            if (!verify) return "verify='" + value + "' is not true or false";
+            out.tls.verify_peer = *verify;
+        } else {
+            return "unknown parameter '" + key + "'";
+        }
+    }
+    return {};
+}
+
+}  // namespace
+
+std::string node_config::to_string() const
+{
+    std::string out;
+    switch (kind) {
+    case transport::unix_socket: return "unix://" + path;
+    case transport::tls: out = "rediss://"; break;
+    case transport::tcp: out = "redis://"; break;
+    }
+    if (!username.empty()) out += username + "@";
+    out += host.find(':') != std::string::npos ? "[" + host + "]" : host;
+    out += ":" + std::to_string(port);
+    if (db != 0) out += "/" + std::to_string(db);
+    return out;
+}
+
+boost::system::result<node_config> parse_url(std::string_view url, diagnostics& diag)
+{
+    diag.clear();
+    auto fail = [&](std::string why) -> boost::system::result<node_config> {
+        diag.set_client_message("invalid node URL '" + std::string(url) + "': " + why);
+        return make_error_code(error::invalid_argument);
+    };
+    auto parsed = boost::urls::parse_uri(url);
+    if (!parsed) return fail("not a URL (expected redis://host:port, rediss://host:port or unix:///path)");
+    node_config out;
+    if (auto why = fill(*parsed, out); !why.empty()) return fail(std::move(why));
+    return out;
+}
+
+node_config parse_url(std::string_view url)
+{
+    diagnostics diag;
+    auto result = parse_url(url, diag);
+    if (!result) throw boost::system::system_error(result.error(), std::string(diag.client_message()));
+    return *std::move(result);
+}
+
+}  // namespace redlock

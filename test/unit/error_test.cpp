@@ -1,0 +1,35 @@
+// Error codes map to the conditions callers test.
+#include <redlock/error.hpp>
+#include <redlock/resp/error.hpp>
+
+#include <boost/asio/error.hpp>
+#include <boost/test/unit_test.hpp>
+
+using redlock::condition;
+using redlock::error;
+
+BOOST_AUTO_TEST_CASE(library_errors_map_to_conditions)
+{
+    BOOST_TEST(make_error_code(error::timeout) == condition::timeout);
+    BOOST_TEST(make_error_code(error::not_acquired) == condition::not_acquired);
+    BOOST_TEST(make_error_code(error::not_connected) == condition::connection);
+    BOOST_TEST(make_error_code(error::connection_lost) == condition::connection);
+    BOOST_TEST(make_error_code(error::protocol_error) == condition::protocol);
+    BOOST_TEST(make_error_code(error::server_error) != condition::connection);
+    BOOST_TEST(make_error_code(error::invalid_argument) != condition::timeout);
+}
+
+BOOST_AUTO_TEST_CASE(socket_and_parser_errors_map_to_conditions)
+{
+    BOOST_TEST(redlock::error_code(boost::asio::error::connection_refused) == condition::connection);
+    BOOST_TEST(redlock::error_code(boost::asio::error::eof) == condition::connection);
+    BOOST_TEST(redlock::error_code(boost::asio::error::timed_out) == condition::timeout);
+    BOOST_TEST(make_error_code(redlock::resp::error::nesting_too_deep) == condition::protocol);
+}
+
+BOOST_AUTO_TEST_CASE(every_error_has_a_message_and_the_category_a_name)
+{
+    BOOST_TEST(std::string(redlock::error_category().name()) == "redlock");
+    for (int e = static_cast<int>(error::invalid_argument); e <= static_cast<int>(error::lost); ++e)
+        BOOST_TEST(make_error_code(static_cast<error>(e)).message().find("redlock error") == std::string::npos);
+}

@@ -1,0 +1,82 @@
+// Node URLs: what parses, and what is rejected with a message naming the problem.
+#include <redlock/error.hpp>
+#include <redlock/node_config.hpp>
+
+#include <boost/system/system_error.hpp>
+#include <boost/test/unit_test.hpp>
+
+using redlock::node_config;
+
+namespace {
+std::string why_invalid(std::string_view url)
+{
+    redlock::diagnostics diag;
+    auto result = redlock::parse_url(url, diag);
+    BOOST_TEST(!result.has_value());
+    if (!result) BOOST_TEST(result.error() == redlock::error::invalid_argument);
+    return std::string(diag.client_message());
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_plain_url_gives_host_port_and_defaults)
+{
+    auto c = redlock::parse_url("redis://localhost:7001");
+    BOOST_TEST((c.kind == node_config::transport::tcp));
+    BOOST_TEST(c.host == "localhost");
+    BOOST_TEST(c.port == 7001);
+    BOOST_TEST(c.db == 0);
+    BOOST_TEST(c.password.empty());
+    BOOST_TEST(redlock::parse_url("redis://10.0.0.1").port == 6379);
+}
+
+BOOST_AUTO_TEST_CASE(user_password_and_database_are_read_and_percent_decoded)
+{
+    auto c = redlock::parse_url("redis://locker:p%40ss%3Aword@127.0.0.1:6380/3");
+    BOOST_TEST(c.username == "locker");
+    BOOST_TEST(c.password == "p@ss:word");
+    BOOST_TEST(c.db == 3);
+    auto only_password = redlock::parse_url("redis://:secret@host");
+    BOOST_TEST(only_password.username.empty());
+    BOOST_TEST(only_password.password == "secret");
+    BOOST_TEST(c.to_string() == "redis://locker@127.0.0.1:6380/3");  // never the password
+}
+
+BOOST_AUTO_TEST_CASE(tls_and_unix_urls)
+{
+    auto tls = redlock::parse_url("rediss://redis.example:6390?ca_file=/etc/ca.pem&verify=false&server_name=r1");
+    BOOST_TEST((tls.kind == node_config::transport::tls));
+    BOOST_TEST(tls.tls.ca_file == "/etc/ca.pem");
+    BOOST_TEST(!tls.tls.verify_peer);
+    BOOST_TEST(tls.tls.server_name == "r1");
+    auto unix_socket = redlock::parse_url("unix:///run/redis/redis.sock?db=2");
+    BOOST_TEST((unix_socket.kind == node_config::transport::unix_socket));
+    BOOST_TEST(unix_socket.path == "/run/redis/redis.sock");
+    BOOST_TEST(unix_socket.db == 2);
+    auto v6 = redlock::parse_url("redis://[::1]:7000");
+    BOOST_TEST(v6.host == "::1");
+    BOOST_TEST(v6.to_string() == "redis://[::1]:7000");
+}
+
+BOOST_AUTO_TEST_CASE(malformed_urls_say_what_is_wrong)
+{
+    BOOST_TEST(why_invalid("http://host:1").find("unknown scheme 'http'") != std::string::npos);
+    BOOST_TEST(why_invalid("redis://host:0").find("port '0'") != std::string::npos);
+    BOOST_TEST(why_invalid("redis://host:99999").find("port '99999'") != std::string::npos);
+    BOOST_TEST(why_invalid("redis://host:12/abc").find("database 'abc'") != std::string::npos);
+    BOOST_TEST(why_invalid("redis://host?colour=blue").find("unknown parameter 'colour'") != std::string::npos);
+    BOOST_TEST(why_invalid("rediss://host?verify=maybe").find("verify='maybe'") != std::string::npos);
+    BOOST_TEST(why_invalid("unix://").find("path is missing") != std::string::npos);
+    BOOST_TEST(why_invalid("not a url").find("not a URL") != std::string::npos);
+    BOOST_TEST(why_invalid("redis://").find("host is missing") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(the_throwing_form_carries_the_message)
+{
+    try {
+        redlock::parse_url("redis://host:99999");
+        BOOST_FAIL("expected an exception");
+    } catch (const boost::system::system_error& e) {
+        BOOST_TEST(e.code() == redlock::error::invalid_argument);
+        BOOST_TEST(std::string(e.what()).find("port '99999'") != std::string::npos);
+    }
+}

@@ -1,0 +1,71 @@
+// Serialization of commands, pipelines and script calls.
+#include <redlock/request.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+using redlock::request;
+
+BOOST_AUTO_TEST_CASE(a_command_is_an_array_of_bulk_strings)
+{
+    request r;
+    r.push("SET", "key", "value", "PX", 1500);
+    BOOST_TEST(r.payload() == "*5\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n$2\r\nPX\r\n$4\r\n1500\r\n");
+    BOOST_TEST(r.commands() == 1u);
+    BOOST_TEST(r.expected_replies() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(integers_of_every_width_and_sign_are_formatted)
+{
+    request r;
+    r.push("X", std::int64_t{-9223372036854775807 - 1}, std::uint64_t{18446744073709551615u}, short{-3});
+    BOOST_TEST(r.payload() ==
+               "*4\r\n$1\r\nX\r\n$20\r\n-9223372036854775808\r\n$20\r\n18446744073709551615\r\n$2\r\n-3\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(arguments_are_binary_safe)
+{
+    request r;
+    const std::string binary("a\r\n\0b", 5);
+    r.push("SET", "k", binary);
+    BOOST_TEST(r.payload() == std::string("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\na\r\n\0b\r\n", 31));
+}
+
+BOOST_AUTO_TEST_CASE(a_pipeline_counts_commands_and_expected_replies)
+{
+    request r;
+    r.push("SET", "a", "1");
+    r.push("subscribe", "channel");  // answered by a push, in any letter case
+    r.push_range("DEL", std::vector<std::string>{"a", "b"});
+    BOOST_TEST(r.commands() == 3u);
+    BOOST_TEST(r.expected_replies() == 2u);
+    r.clear();
+    BOOST_TEST(r.empty());
+    BOOST_TEST(r.payload().empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_script_runs_by_evalsha_and_can_fall_back_to_eval)
+{
+    redlock::script s("return redis.call('GET', KEYS[1])");
+    BOOST_TEST(s.sha1().size() == 40u);
+    request r;
+    r.push("PING");
+    r.push_script(s, {"key"}, {"arg", 7});
+    BOOST_TEST(r.payload().find("EVALSHA") != std::string_view::npos);
+    BOOST_TEST(r.payload().find(s.sha1()) != std::string_view::npos);
+    BOOST_TEST(r.payload().find("redis.call") == std::string_view::npos);
+    BOOST_REQUIRE(r.script_calls().size() == 1u);
+    BOOST_TEST(r.script_calls()[0].reply_index == 1u);
+
+    auto fallback = request::eval_fallback({&r.script_calls()[0]});
+    request expected;
+    expected.push("EVAL", s.source(), 1, "key", "arg", 7);
+    BOOST_TEST(fallback.payload() == expected.payload());
+}
+
+BOOST_AUTO_TEST_CASE(script_sha1_matches_what_redis_computes)
+{
+    // SCRIPT LOAD of this source returns this digest.
+    redlock::script s(
+        "if redis.call(\"get\",KEYS[1]) == ARGV[1] then return redis.call(\"del\",KEYS[1]) else return 0 end");
+    BOOST_TEST(s.sha1() == "b70c2384248f88e6b75b9f89241a180f856ad852");
+}
