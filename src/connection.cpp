@@ -117,6 +117,11 @@ private:
     asio::awaitable<error_code> reader_loop();
     asio::awaitable<error_code> writer_loop();
     asio::awaitable<error_code> health_loop();
+    error_code stop_serving(error_code why) noexcept
+    {
+        transport_->close();
+        return why;
+    }
     void on_value(resp::value& value, error_code& ec);
     void notify_connect_waiters(error_code ec, const diagnostics& diag);
     void set_state(connection_state s) noexcept { state_.store(s, std::memory_order_relaxed); }
@@ -370,6 +375,8 @@ asio::awaitable<void> connection_impl::run_loop()
             stats_.connects.fetch_add(1, std::memory_order_relaxed);
             backoff_ = std::chrono::milliseconds(0);
             last_write_ = waiting_since_ = clock::now();
+            // The first loop to stop closes the transport, which ends the other two even on streams that
+            // ignore per-operation cancellation.
             auto why = co_await (reader_loop() || writer_loop() || health_loop());
             ec = std::visit([](error_code e) { return e; }, why);
             stats_.disconnects.fetch_add(1, std::memory_order_relaxed);
@@ -506,12 +513,12 @@ asio::awaitable<error_code> connection_impl::reader_loop()
         error_code ec;
         while (auto value = reader_.next(ec)) {
             on_value(*value, ec);
-            if (ec) co_return ec;
+            if (ec) co_return stop_serving(ec);
         }
-        if (ec) co_return make_error_code(error::protocol_error);
+        if (ec) co_return stop_serving(error::protocol_error);
         auto space = reader_.prepare(16 * 1024);
         auto [rec, n] = co_await async_read_some(*transport_, asio::buffer(space.data(), space.size()), use_tuple);
-        if (rec) co_return state() == connection_state::closed ? make_error_code(error::closed) : rec;
+        if (rec) co_return stop_serving(state() == connection_state::closed ? make_error_code(error::closed) : rec);
         reader_.commit(n);
         waiting_since_ = clock::now();
         stats_.bytes_read.fetch_add(n, std::memory_order_relaxed);
@@ -526,14 +533,14 @@ asio::awaitable<error_code> connection_impl::writer_loop()
             co_await writer_wakeup_.async_wait(use_tuple);
             auto cs = co_await asio::this_coro::cancellation_state;
             if (cs.cancelled() != asio::cancellation_type::none || state() != connection_state::connected)
-                co_return make_error_code(error::closed);
+                co_return stop_serving(error::closed);
         }
         if (mpx_.awaiting_replies() == 0) waiting_since_ = clock::now();
         const auto before = mpx_.size() - mpx_.awaiting_replies();
         auto bytes = mpx_.prepare_write();
         last_write_ = clock::now();
         auto [ec, n] = co_await async_write(*transport_, asio::buffer(bytes.data(), bytes.size()), use_tuple);
-        if (ec) co_return state() == connection_state::closed ? make_error_code(error::closed) : ec;
+        if (ec) co_return stop_serving(state() == connection_state::closed ? make_error_code(error::closed) : ec);
         mpx_.commit_write();
         stats_.writes.fetch_add(1, std::memory_order_relaxed);
         stats_.bytes_written.fetch_add(n, std::memory_order_relaxed);
@@ -548,11 +555,10 @@ asio::awaitable<error_code> connection_impl::health_loop()
     for (;;) {
         health_timer_.expires_after(tick);
         auto [ec] = co_await health_timer_.async_wait(use_tuple);
-        if (ec || state() != connection_state::connected) co_return make_error_code(error::closed);
+        if (ec || state() != connection_state::connected) co_return stop_serving(error::closed);
         const auto now = clock::now();
-        if (mpx_.awaiting_replies() > 0 && now - waiting_since_ > config_.health_check_timeout) {
-            co_return make_error_code(error::timeout);  // a paused or silent server
-        }
+        if (mpx_.awaiting_replies() > 0 && now - waiting_since_ > config_.health_check_timeout)
+            co_return stop_serving(error::timeout);  // a paused or silent server
         if (mpx_.size() == 0 && now - last_write_ >= interval) submit(std::make_shared<ping_entry>());
     }
 }

@@ -6,7 +6,10 @@
 namespace redlock::resp {
 namespace {
 
-bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+bool is_digit(char c) noexcept
+{
+    return c >= '0' && c <= '9';
+}
 
 bool all_digits(std::string_view s) noexcept
 {
@@ -86,28 +89,47 @@ std::nullopt_t fail(error& err, error e) noexcept
 std::optional<type> type_of(char c) noexcept
 {
     switch (c) {
-    case '+': return type::simple_string;
-    case '-': return type::simple_error;
-    case ':': return type::integer;
-    case '$': return type::bulk_string;
-    case '_': return type::null;
-    case '#': return type::boolean;
-    case ',': return type::double_type;
-    case '(': return type::big_number;
-    case '!': return type::bulk_error;
-    case '=': return type::verbatim_string;
-    case '*': return type::array;
-    case '%': return type::map;
-    case '~': return type::set;
-    case '|': return type::attribute;
-    case '>': return type::push;
-    default: return std::nullopt;
+        case '+':
+            return type::simple_string;
+        case '-':
+            return type::simple_error;
+        case ':':
+            return type::integer;
+        case '$':
+            return type::bulk_string;
+        case '_':
+            return type::null;
+        case '#':
+            return type::boolean;
+        case ',':
+            return type::double_type;
+        case '(':
+            return type::big_number;
+        case '!':
+            return type::bulk_error;
+        case '=':
+            return type::verbatim_string;
+        case '*':
+            return type::array;
+        case '%':
+            return type::map;
+        case '~':
+            return type::set;
+        case '|':
+            return type::attribute;
+        case '>':
+            return type::push;
+        default:
+            return std::nullopt;
     }
 }
 
 }  // namespace
 
-parser::parser(limits lim) : limits_(lim), remaining_(lim.max_depth + 1, 0) { reset(); }
+parser::parser(limits lim) : limits_(lim), remaining_(lim.max_depth + 1, 0)
+{
+    reset();
+}
 
 void parser::reset() noexcept
 {
@@ -140,13 +162,13 @@ std::optional<std::string_view> parser::read_line(std::string_view data, error& 
     std::size_t i = search_from_ > start ? search_from_ : start;
     // The peer controls the data: stop looking after max_line_length bytes so a line without CRLF cannot grow.
     constexpr std::size_t no_limit = std::numeric_limits<std::size_t>::max();
-    const std::size_t limit =
-        limits_.max_line_length > no_limit - start ? no_limit : start + limits_.max_line_length;
+    const std::size_t limit = limits_.max_line_length > no_limit - start ? no_limit : start + limits_.max_line_length;
     for (; i < data.size(); ++i) {
-        if (i > limit) return fail(err, error::line_too_long);
         const char c = data[i];
         if (c == '\n') return fail(err, error::missing_crlf);
-        if (c == '\r') {
+        if (c != '\r') {
+            if (i >= limit) return fail(err, error::line_too_long);
+        } else {
             if (i + 1 == data.size()) break;  // the LF may come in the next read
             if (data[i + 1] != '\n') return fail(err, error::missing_crlf);
             if (i + 2 > limits_.max_message_size) return fail(err, error::message_too_large);
@@ -169,16 +191,21 @@ std::optional<node> parser::parse_next(std::string_view data, error& err)
     if (!line) return std::nullopt;
 
     switch (*t) {
-    case type::simple_string:
-    case type::simple_error: return emit(*t, 0, *line);
-    case type::integer: return valid_integer(*line) ? emit(*t, 0, *line) : fail(err, error::invalid_integer);
-    case type::null: return line->empty() ? emit(*t, 0, {}) : fail(err, error::invalid_null);
-    case type::boolean:
-        return *line == "t" || *line == "f" ? emit(*t, 0, *line) : fail(err, error::invalid_boolean);
-    case type::double_type: return valid_double(*line) ? emit(*t, 0, *line) : fail(err, error::invalid_double);
-    case type::big_number:
-        return all_digits(drop_sign(*line)) ? emit(*t, 0, *line) : fail(err, error::invalid_big_number);
-    default: break;  // a length or an element count
+        case type::simple_string:
+        case type::simple_error:
+            return emit(*t, 0, *line);
+        case type::integer:
+            return valid_integer(*line) ? emit(*t, 0, *line) : fail(err, error::invalid_integer);
+        case type::null:
+            return line->empty() ? emit(*t, 0, {}) : fail(err, error::invalid_null);
+        case type::boolean:
+            return *line == "t" || *line == "f" ? emit(*t, 0, *line) : fail(err, error::invalid_boolean);
+        case type::double_type:
+            return valid_double(*line) ? emit(*t, 0, *line) : fail(err, error::invalid_double);
+        case type::big_number:
+            return all_digits(drop_sign(*line)) ? emit(*t, 0, *line) : fail(err, error::invalid_big_number);
+        default:
+            break;  // a length or an element count
     }
 
     if (*line == "?") return fail(err, error::streaming_not_supported);

@@ -20,7 +20,10 @@ std::span<char> reader::prepare(std::size_t n)
     return {buffer_.data() + size_, n};
 }
 
-void reader::commit(std::size_t n) noexcept { size_ = std::min(size_ + n, buffer_.size()); }
+void reader::commit(std::size_t n) noexcept
+{
+    size_ = std::min(size_ + n, buffer_.size());
+}
 
 std::optional<value> reader::next(boost::system::error_code& ec)
 {

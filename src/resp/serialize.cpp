@@ -16,7 +16,10 @@ void append_header(std::string& out, char marker, std::size_t n)
 
 }  // namespace
 
-void append_array_header(std::string& out, std::size_t n) { append_header(out, '*', n); }
+void append_array_header(std::string& out, std::size_t n)
+{
+    append_header(out, '*', n);
+}
 
 void append_bulk_string(std::string& out, std::string_view arg)
 {

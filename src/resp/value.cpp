@@ -26,19 +26,29 @@ void append_quoted(std::string& out, std::string_view s)
     out += '"';
     for (unsigned char c : s) {
         switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\r': out += "\\r"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (c >= 0x20 && c < 0x7f) {
-                out += static_cast<char>(c);
-            } else {
-                char hex[5];
-                std::snprintf(hex, sizeof hex, "\\x%02x", c);
-                out += hex;
-            }
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default:
+                if (c >= 0x20 && c < 0x7f) {
+                    out += static_cast<char>(c);
+                } else {
+                    char hex[5];
+                    std::snprintf(hex, sizeof hex, "\\x%02x", c);
+                    out += hex;
+                }
         }
     }
     out += '"';
@@ -47,22 +57,31 @@ void append_quoted(std::string& out, std::string_view s)
 std::string_view empty_name(type t)
 {
     switch (t) {
-    case type::map: return "(empty map)";
-    case type::set: return "(empty set)";
-    case type::attribute: return "(empty attribute)";
-    case type::push: return "(empty push)";
-    default: return "(empty array)";
+        case type::map:
+            return "(empty map)";
+        case type::set:
+            return "(empty set)";
+        case type::attribute:
+            return "(empty attribute)";
+        case type::push:
+            return "(empty push)";
+        default:
+            return "(empty array)";
     }
 }
 
 char label_mark(type t)
 {
     switch (t) {
-    case type::map:
-    case type::attribute: return '#';
-    case type::set: return '~';
-    case type::push: return '>';
-    default: return ')';
+        case type::map:
+        case type::attribute:
+            return '#';
+        case type::set:
+            return '~';
+        case type::push:
+            return '>';
+        default:
+            return ')';
     }
 }
 
@@ -104,24 +123,42 @@ void render(std::string& out, const value& v, std::size_t indent)
         out.append("\n").append(indent, ' ');
     }
     switch (v.data_type) {
-    case type::simple_string: out += v.text; break;
-    case type::simple_error:
-    case type::bulk_error: out.append("(error) ").append(v.text); break;
-    case type::integer: out.append("(integer) ").append(v.text); break;
-    case type::bulk_string: append_quoted(out, v.text); break;
-    case type::null: out += "(nil)"; break;
-    case type::boolean: out += v.text == "t" ? "(true)" : "(false)"; break;
-    case type::double_type: out.append("(double) ").append(v.text); break;
-    case type::big_number: out.append("(big number) ").append(v.text); break;
-    case type::verbatim_string:
-        out.append("(verbatim ").append(v.format).append(") ");
-        append_quoted(out, v.text);
-        break;
-    case type::array:
-    case type::map:
-    case type::set:
-    case type::attribute:
-    case type::push: render_elements(out, v.data_type, v.elements, indent); break;
+        case type::simple_string:
+            out += v.text;
+            break;
+        case type::simple_error:
+        case type::bulk_error:
+            out.append("(error) ").append(v.text);
+            break;
+        case type::integer:
+            out.append("(integer) ").append(v.text);
+            break;
+        case type::bulk_string:
+            append_quoted(out, v.text);
+            break;
+        case type::null:
+            out += "(nil)";
+            break;
+        case type::boolean:
+            out += v.text == "t" ? "(true)" : "(false)";
+            break;
+        case type::double_type:
+            out.append("(double) ").append(v.text);
+            break;
+        case type::big_number:
+            out.append("(big number) ").append(v.text);
+            break;
+        case type::verbatim_string:
+            out.append("(verbatim ").append(v.format).append(") ");
+            append_quoted(out, v.text);
+            break;
+        case type::array:
+        case type::map:
+        case type::set:
+        case type::attribute:
+        case type::push:
+            render_elements(out, v.data_type, v.elements, indent);
+            break;
     }
 }
 
@@ -145,14 +182,14 @@ void value_builder::on_node(const node& n)
     } else {
         v.text = n.value;
     }
-    if (n.data_type != type::attribute) v.attributes = std::exchange(pending_, {});
+    if (n.data_type != type::attribute) v.attributes = std::exchange(pending(), {});
 
-    const std::size_t children = !is_aggregate(n.data_type)                                    ? 0
+    const std::size_t children = !is_aggregate(n.data_type)                                   ? 0
                                  : n.data_type == type::map || n.data_type == type::attribute ? 2 * n.aggregate_size
-                                                                                               : n.aggregate_size;
+                                                                                              : n.aggregate_size;
     // No reserve(children): the count is the peer's claim, not bytes we have.
     if (children > 0)
-        stack_.push_back({std::move(v), children});
+        stack_.push_back({std::move(v), children, {}});
     else
         finish(std::move(v));
 }
@@ -163,7 +200,8 @@ void value_builder::finish(value v)
     for (;;) {
         if (v.data_type == type::attribute) {
             // An attribute takes no slot: its pairs wait for the value it annotates.
-            for (auto& e : v.elements) pending_.push_back(std::move(e));
+            auto& slot = pending();
+            for (auto& e : v.elements) slot.push_back(std::move(e));
             return;
         }
         if (stack_.empty()) {

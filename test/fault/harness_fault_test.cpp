@@ -38,7 +38,7 @@ BOOST_AUTO_TEST_CASE(cli_on_a_paused_node_fails_after_its_timeout)
     node.pause();
     auto start = std::chrono::steady_clock::now();
     BOOST_CHECK_THROW(node.cli({"PING"}), std::runtime_error);
-    BOOST_TEST(std::chrono::steady_clock::now() - start >= 4s);
+    BOOST_TEST((std::chrono::steady_clock::now() - start >= 4s));
     node.resume();
     BOOST_TEST(node.cli({"PING"}) == "PONG");
 }
@@ -47,14 +47,15 @@ BOOST_AUTO_TEST_CASE(a_killed_node_refuses_connects)
 {
     redis_node node;
     raw_client open(node.port());
+    BOOST_TEST(open.command("PING\r\n") == "+PONG\r\n");  // accepted, not just in the backlog
     node.kill();
     BOOST_TEST(!node.running());
     BOOST_TEST(node.pid() == -1);
     BOOST_TEST((raw_client::try_connect(node.port()) == asio::error::connection_refused));
     boost::system::error_code ec;
-    open.write("PING\r\n");
     open.read_until("\r\n", 2s, ec);
-    BOOST_TEST(ec.failed());  // eof or reset
+    BOOST_TEST_MESSAGE("open connection after kill: " << ec.message());
+    BOOST_TEST((ec == asio::error::eof));
     BOOST_CHECK_THROW(node.cli({"PING"}), std::runtime_error);
 }
 

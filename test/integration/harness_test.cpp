@@ -303,8 +303,13 @@ BOOST_AUTO_TEST_CASE(reset_mode_resets_current_and_new_connections)
     BOOST_TEST_MESSAGE("current connection after reset: " << ec.message());
     BOOST_TEST((ec == asio::error::connection_reset));
 
-    raw_client fresh(proxy.port());
-    fresh.read_until("\r\n", 2s, ec);
+    // The RST can beat the end of the client's connect, so the connect may fail already.
+    try {
+        raw_client fresh(proxy.port());
+        fresh.read_until("\r\n", 2s, ec);
+    } catch (const boost::system::system_error& e) {
+        ec = e.code();
+    }
     BOOST_TEST_MESSAGE("new connection in reset mode: " << ec.message());
     BOOST_TEST((ec == asio::error::connection_reset));
     BOOST_TEST(proxy.connections() == 2u);
@@ -330,6 +335,8 @@ BOOST_AUTO_TEST_CASE(refuse_mode_refuses_connects_until_switched_back)
     fault_proxy proxy(node.port());
     auto port = proxy.port();
     raw_client open_client(port);
+    // Answered, so accepted: a connection still in the listen backlog would be reset by the close.
+    BOOST_TEST(open_client.command("PING\r\n") == "+PONG\r\n");
     proxy.set_mode(fault_proxy::mode::refuse);
     BOOST_TEST((raw_client::try_connect(port) == asio::error::connection_refused));
     BOOST_TEST(open_client.command("PING\r\n") == "+PONG\r\n");  // open connections keep working
@@ -385,7 +392,7 @@ BOOST_AUTO_TEST_CASE(scripted_server_returns_the_scripted_bytes)
     BOOST_TEST(client.command("PING\r\n") == "+PONG\r\n");  // inline form
     client.write("SILENT\r\nGET x\r\n");
     BOOST_TEST(client.read_until("hel", 2s, ec) == "$5\r\nhel");
-    BOOST_TEST(calls.load() == 7);
+    BOOST_TEST(calls.load() == 6);
 
     client.write("QUIT\r\n");
     client.read_until("\r\n", 2s, ec);

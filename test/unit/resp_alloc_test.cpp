@@ -21,11 +21,26 @@ void* operator new(std::size_t n)
     if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
     throw std::bad_alloc();
 }
-void* operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void* operator new[](std::size_t n)
+{
+    return operator new(n);
+}
+void operator delete(void* p) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept
+{
+    std::free(p);
+}
 
 namespace resp = redlock::resp;
 
@@ -47,6 +62,12 @@ std::size_t bytes_allocated_reading(const std::string& data, boost::system::erro
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(resp_alloc)
+
+BOOST_AUTO_TEST_CASE(the_counter_sees_received_payloads)
+{
+    boost::system::error_code ec;
+    BOOST_TEST(bytes_allocated_reading("$100\r\n" + std::string(100, 'x') + "\r\n", ec) >= 100u);
+}
 
 BOOST_AUTO_TEST_CASE(declared_huge_bulk_allocates_nothing_before_its_bytes)
 {

@@ -1,4 +1,6 @@
 // The RESP3 pull parser: every type, every split point, malformed input and limits.
+#include "resp_samples.hpp"
+
 #include <redlock/error.hpp>
 #include <redlock/resp/error.hpp>
 #include <redlock/resp/parser.hpp>
@@ -8,8 +10,6 @@
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include "resp_samples.hpp"
 
 namespace resp = redlock::resp;
 using resp::type;
@@ -135,9 +135,10 @@ BOOST_AUTO_TEST_CASE(nodes_are_pre_order_with_depth_and_pair_counts)
 {
     const auto r = parse_all("*2\r\n%1\r\n+k\r\n|1\r\n+a\r\n+b\r\n:1\r\n$-1\r\n");
     const std::vector<owned_node> expected{
-        {type::array, 2, 0, ""},  {type::map, 1, 1, ""},       {type::simple_string, 0, 2, "k"},
-        {type::attribute, 1, 2, ""}, {type::simple_string, 0, 3, "a"}, {type::simple_string, 0, 3, "b"},
-        {type::integer, 0, 2, "1"}, {type::null, 0, 1, ""},
+        {type::array, 2, 0, ""},          {type::map, 1, 1, ""},
+        {type::simple_string, 0, 2, "k"}, {type::attribute, 1, 2, ""},
+        {type::simple_string, 0, 3, "a"}, {type::simple_string, 0, 3, "b"},
+        {type::integer, 0, 2, "1"},       {type::null, 0, 1, ""},
     };
     BOOST_TEST(r.nodes == expected, boost::test_tools::per_element());
     BOOST_TEST(r.done);

@@ -11,9 +11,18 @@
 
 // Printers so that failed checks show readable operands.
 namespace redlock::resp {
-inline std::ostream& operator<<(std::ostream& os, error e) { return os << make_error_code(e).message(); }
-inline std::ostream& operator<<(std::ostream& os, type t) { return os << to_string(t); }
-inline std::ostream& operator<<(std::ostream& os, const value& v) { return os << to_string(v); }
+inline std::ostream& operator<<(std::ostream& os, error e)
+{
+    return os << make_error_code(e).message();
+}
+inline std::ostream& operator<<(std::ostream& os, type t)
+{
+    return os << to_string(t);
+}
+inline std::ostream& operator<<(std::ostream& os, const value& v)
+{
+    return os << to_string(v);
+}
 }  // namespace redlock::resp
 
 namespace redlock::resp::test {
@@ -47,9 +56,18 @@ inline value annotated(value v, std::vector<value> attributes)
     return v;
 }
 
-inline value str(std::string s) { return scalar(type::bulk_string, std::move(s)); }
-inline value simple(std::string s) { return scalar(type::simple_string, std::move(s)); }
-inline value integer_reply(std::string s) { return scalar(type::integer, std::move(s)); }
+inline value str(std::string s)
+{
+    return scalar(type::bulk_string, std::move(s));
+}
+inline value simple(std::string s)
+{
+    return scalar(type::simple_string, std::move(s));
+}
+inline value integer_reply(std::string s)
+{
+    return scalar(type::integer, std::move(s));
+}
 
 struct sample {
     std::string name;
@@ -86,7 +104,7 @@ inline std::vector<sample> samples()
         {"int64 min", ":-9223372036854775808\r\n", integer_reply("-9223372036854775808")},
         {"bulk string", "$5\r\nhello\r\n", str("hello")},
         {"empty bulk string", "$0\r\n\r\n", str("")},
-        {"binary bulk string", std::string("$6\r\na\r\n\0b\n\r\n", 13), str(std::string("a\r\n\0b\n", 6))},
+        {"binary bulk string", std::string("$6\r\na\r\n\0b\n\r\n", 12), str(std::string("a\r\n\0b\n", 6))},
         {"null", "_\r\n", scalar(null)},
         {"RESP2 null bulk", "$-1\r\n", scalar(null)},
         {"RESP2 null array", "*-1\r\n", scalar(null)},
@@ -105,7 +123,8 @@ inline std::vector<sample> samples()
         {"bulk error", "!21\r\nSYNTAX invalid syntax\r\n", scalar(bulk_error, "SYNTAX invalid syntax")},
         {"verbatim", "=15\r\ntxt:Some string\r\n", verbatim("txt", "Some string")},
         {"empty verbatim", "=4\r\nmkd:\r\n", verbatim("mkd", "")},
-        {"array", "*3\r\n:1\r\n:2\r\n:3\r\n", aggregate(array, {integer_reply("1"), integer_reply("2"), integer_reply("3")})},
+        {"array", "*3\r\n:1\r\n:2\r\n:3\r\n",
+         aggregate(array, {integer_reply("1"), integer_reply("2"), integer_reply("3")})},
         {"empty array", "*0\r\n", aggregate(array, {})},
         {"nested array", "*2\r\n*2\r\n+a\r\n+b\r\n$1\r\nc\r\n",
          aggregate(array, {aggregate(array, {simple("a"), simple("b")}), str("c")})},
@@ -119,8 +138,8 @@ inline std::vector<sample> samples()
          aggregate(map, {simple("first"), integer_reply("1"), simple("second"), integer_reply("2")})},
         {"empty map", "%0\r\n", aggregate(map, {})},
         {"map of aggregates", "%2\r\n*1\r\n:1\r\n%1\r\n+k\r\n+v\r\n+x\r\n~0\r\n",
-         aggregate(map, {aggregate(array, {integer_reply("1")}), aggregate(map, {simple("k"), simple("v")}), simple("x"),
-                         aggregate(set, {})})},
+         aggregate(map, {aggregate(array, {integer_reply("1")}), aggregate(map, {simple("k"), simple("v")}),
+                         simple("x"), aggregate(set, {})})},
         {"set", "~3\r\n+a\r\n+b\r\n+c\r\n", aggregate(set, {simple("a"), simple("b"), simple("c")})},
         {"push", ">3\r\n$7\r\nmessage\r\n$7\r\nchannel\r\n$5\r\nhello\r\n",
          aggregate(push, {str("message"), str("channel"), str("hello")})},
@@ -135,9 +154,13 @@ inline std::vector<sample> samples()
          aggregate(array, {annotated(integer_reply("5"), {simple("a"), simple("b")})})},
         {"two attributes", "|1\r\n+a\r\n:1\r\n|1\r\n+b\r\n:2\r\n+OK\r\n",
          annotated(simple("OK"), {simple("a"), integer_reply("1"), simple("b"), integer_reply("2")})},
+        {"attributes at two depths", "|1\r\n+a\r\n+b\r\n|1\r\n|1\r\n+i\r\n+j\r\n+k\r\n+v\r\n+OK\r\n",
+         annotated(simple("OK"),
+                   {simple("a"), simple("b"), annotated(simple("k"), {simple("i"), simple("j")}), simple("v")})},
         {"empty attribute", "|0\r\n+x\r\n", simple("x")},
         {"attribute on a map value", "%1\r\n+k\r\n|1\r\n+meta\r\n_\r\n*1\r\n:1\r\n",
-         aggregate(map, {simple("k"), annotated(aggregate(array, {integer_reply("1")}), {simple("meta"), scalar(null)})})},
+         aggregate(map,
+                   {simple("k"), annotated(aggregate(array, {integer_reply("1")}), {simple("meta"), scalar(null)})})},
         {"attribute inside an attribute", "|1\r\n|1\r\n+i\r\n+j\r\n+k\r\n+v\r\n+OK\r\n",
          annotated(simple("OK"), {annotated(simple("k"), {simple("i"), simple("j")}), simple("v")})},
         {"attribute on a push", "|1\r\n+a\r\n+b\r\n>1\r\n+p\r\n",

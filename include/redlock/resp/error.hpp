@@ -28,7 +28,10 @@ enum class error {
 
 const boost::system::error_category& error_category() noexcept;
 
-inline boost::system::error_code make_error_code(error e) noexcept { return {static_cast<int>(e), error_category()}; }
+inline boost::system::error_code make_error_code(error e) noexcept
+{
+    return {static_cast<int>(e), error_category()};
+}
 
 }  // namespace redlock::resp
 

@@ -22,7 +22,7 @@ void append_command(std::string& out, std::initializer_list<std::string_view> ar
 
 /// Appends one command whose arguments are any (multi-pass) range of string_view-convertible items.
 template <std::ranges::forward_range Range>
-    requires std::convertible_to<std::ranges::range_reference_t<const Range&>, std::string_view>
+requires std::convertible_to<std::ranges::range_reference_t<const Range&>, std::string_view>
 void append_command(std::string& out, const Range& args)
 {
     append_array_header(out, static_cast<std::size_t>(std::ranges::distance(args)));

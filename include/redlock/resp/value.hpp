@@ -60,12 +60,14 @@ public:
 private:
     struct frame {
         value v;
-        std::size_t remaining;  // elements still to come
+        std::size_t remaining;       // elements still to come
+        std::vector<value> pending;  // attribute pairs waiting for this aggregate's next element
     };
     void finish(value v);
+    std::vector<value>& pending() noexcept { return stack_.empty() ? pending_ : stack_.back().pending; }
 
-    std::vector<frame> stack_;       // open aggregates, outermost first
-    std::vector<value> pending_;     // pairs of completed attributes, for the next value
+    std::vector<frame> stack_;    // open aggregates (attributes included), outermost first
+    std::vector<value> pending_;  // attribute pairs waiting for the top-level value
     value result_;
     bool done_ = false;
 };

@@ -1,0 +1,418 @@
+// The connection over an in-memory stream (no server): 1-byte reads, a failure injected at every I/O step,
+// malformed replies, abandoned requests, silent peers, pushes, and every kind of completion token.
+#include <common/run_coro.hpp>
+#include <redlock/connection.hpp>
+#include <redlock/resp/reader.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/_experimental/test/stream.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <functional>
+#include <optional>
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using namespace std::chrono_literals;
+using redlock::error;
+using redlock::error_code;
+using redlock::request;
+using redlock::response;
+using redlock::test::run_coro;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+// The client end of an in-memory stream pair, as a connection transport.
+class stream_transport final : public redlock::detail::transport {
+public:
+    explicit stream_transport(beast::test::stream stream) : stream_(std::move(stream)) {}
+    void connect(redlock::diagnostics&, connect_handler handler) override
+    {
+        asio::post(stream_.get_executor(), [h = std::move(handler)]() mutable { std::move(h)(error_code{}); });
+    }
+    void read_some(asio::mutable_buffer buffer, io_handler handler) override
+    {
+        stream_.async_read_some(buffer, std::move(handler));
+    }
+    void write(asio::const_buffer buffer, io_handler handler) override
+    {
+        asio::async_write(stream_, buffer, std::move(handler));
+    }
+    void close() noexcept override { stream_.close(); }
+
+private:
+    beast::test::stream stream_;
+};
+
+// Answers the commands it reads with scripted bytes; the reply function sees each command's arguments.
+using reply_fn = std::function<std::string(const std::vector<std::string>&)>;
+
+std::string default_replies(const std::vector<std::string>& cmd)
+{
+    if (cmd[0] == "HELLO") return "%1\r\n+server\r\n+redis\r\n";
+    if (cmd[0] == "PING") return "+PONG\r\n";
+    if (cmd[0] == "ECHO") return "$" + std::to_string(cmd[1].size()) + "\r\n" + cmd[1] + "\r\n";
+    return "-ERR unknown command '" + cmd[0] + "'\r\n";
+}
+
+asio::awaitable<void> serve(std::shared_ptr<beast::test::stream> peer, reply_fn reply)
+{
+    redlock::resp::reader reader;
+    for (;;) {
+        auto space = reader.prepare(512);
+        auto [ec, n] = co_await peer->async_read_some(asio::buffer(space.data(), space.size()), use_tuple);
+        if (ec) co_return;
+        reader.commit(n);
+        error_code pec;
+        while (auto v = reader.next(pec)) {
+            std::vector<std::string> cmd;
+            for (auto& e : v->elements) cmd.push_back(e.text);
+            auto out = reply(cmd);
+            if (!out.empty()) co_await asio::async_write(*peer, asio::buffer(out), use_tuple);
+        }
+    }
+}
+
+// A connection whose every attempt gets a fresh in-memory peer running `reply`.
+struct fake_node {
+    explicit fake_node(asio::io_context& c) : ctx(c) {}
+
+    asio::io_context& ctx;
+    reply_fn reply = default_replies;
+    std::size_t read_size = 1;          // the client reads one byte at a time
+    std::optional<std::size_t> fail_at;  // the first attempt's n-th I/O fails
+    int attempts = 0;
+    std::vector<std::shared_ptr<beast::test::stream>> peers;
+    std::shared_ptr<beast::test::fail_count> fail;
+
+    redlock::connection make(redlock::node_config config = fast_config())
+    {
+        return redlock::connection(ctx.get_executor(), std::move(config), [this](asio::any_io_executor ex) {
+            auto peer = std::make_shared<beast::test::stream>(ex);
+            std::optional<beast::test::stream> client;
+            if (attempts++ == 0 && fail_at) {
+                fail = std::make_shared<beast::test::fail_count>(*fail_at);
+                client.emplace(ctx, *fail);
+            } else {
+                client.emplace(ex);
+            }
+            client->connect(*peer);
+            client->read_size(read_size);
+            peers.push_back(peer);
+            asio::co_spawn(ex, serve(peer, reply), [](std::exception_ptr) {});
+            return std::make_unique<stream_transport>(std::move(*client));
+        });
+    }
+
+    static redlock::node_config fast_config()
+    {
+        redlock::node_config config;
+        config.reconnect_min_delay = 5ms;
+        config.reconnect_max_delay = 20ms;
+        config.connect_timeout = 1000ms;
+        return config;
+    }
+};
+
+request echo(std::string text)
+{
+    request r;
+    r.push("ECHO", std::move(text));
+    return r;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(handshake_and_pipelined_replies_survive_one_byte_reads)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    auto conn = node.make();
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect(asio::use_awaitable);
+        BOOST_TEST((conn.state() == redlock::connection_state::connected));
+        request r;
+        r.push("ECHO", std::string(3000, 'x'));
+        r.push("PING");
+        r.push("ECHO", "");
+        response out;
+        co_await conn.async_exec(r, out, asio::use_awaitable);
+        BOOST_REQUIRE(out.size() == 3u);
+        BOOST_TEST(out[0].text == std::string(3000, 'x'));
+        BOOST_TEST(out[1].text == "PONG");
+        BOOST_TEST(out[2].text.empty());
+        conn.close();
+    });
+}
+
+BOOST_AUTO_TEST_CASE(a_failure_at_any_io_step_ends_in_an_error_and_the_connection_recovers)
+{
+    for (std::size_t step = 1; step <= 12; ++step) {
+        BOOST_TEST_CONTEXT("failure injected at I/O step " << step)
+        {
+            asio::io_context ctx;
+            fake_node node(ctx);
+            node.fail_at = step;
+            auto conn = node.make();
+            run_coro(
+                ctx,
+                [&]() -> asio::awaitable<void> {
+                    co_await conn.async_connect(use_tuple);  // may fail: the point is what follows
+                    for (int i = 0; i < 3; ++i) {
+                        auto r = echo("hello");
+                        response out;
+                        auto [ec] = co_await conn.async_exec(r, out, use_tuple);
+                        if (!ec) BOOST_TEST(out.at(0).text == "hello");
+                    }
+                    // Whatever broke, the connection comes back and serves requests.
+                    asio::steady_timer pause(ctx);
+                    for (int tries = 0;; ++tries) {
+                        auto r = echo("again");
+                        response out;
+                        auto [ec] = co_await conn.async_exec(r, out, use_tuple);
+                        if (!ec) {
+                            BOOST_TEST(out.at(0).text == "again");
+                            break;
+                        }
+                        BOOST_TEST((ec == redlock::condition::connection || ec == beast::test::error::test_failure),
+                                   ec.message());
+                        BOOST_REQUIRE(tries < 200);
+                        pause.expires_after(5ms);
+                        co_await pause.async_wait(use_tuple);
+                    }
+                    conn.close();
+                },
+                10s);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_malformed_reply_fails_with_protocol_error_and_the_connection_reopens)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    node.reply = [](const std::vector<std::string>& cmd) -> std::string {
+        if (cmd[0] == "BAD") return "?not resp\r\n";
+        return default_replies(cmd);
+    };
+    auto conn = node.make();
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect(asio::use_awaitable);
+        request bad;
+        bad.push("BAD");
+        auto [ec] = co_await conn.async_exec(bad, use_tuple);
+        BOOST_TEST(ec == error::protocol_error);
+        BOOST_TEST(ec == redlock::condition::protocol);
+        co_await conn.async_connect(asio::use_awaitable);  // waits for the next attempt
+        auto r = echo("fine");
+        response out;
+        co_await conn.async_exec(r, out, asio::use_awaitable);
+        BOOST_TEST(out.at(0).text == "fine");
+        BOOST_TEST(node.attempts == 2);
+        BOOST_TEST(conn.get_usage().disconnects == 1u);
+        conn.close();
+    });
+}
+
+BOOST_AUTO_TEST_CASE(an_abandoned_request_does_not_receive_a_later_reply)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    node.read_size = 4096;
+    std::vector<std::string> held;  // replies the peer sends only when asked
+    node.reply = [&](const std::vector<std::string>& cmd) -> std::string {
+        if (cmd[0] == "ECHO" && cmd[1] == "slow") {
+            held.push_back(default_replies(cmd));
+            return {};
+        }
+        if (cmd[0] == "ECHO" && cmd[1] == "fast") {
+            auto out = held.empty() ? "" : held.front();
+            held.clear();
+            return out + default_replies(cmd);
+        }
+        return default_replies(cmd);
+    };
+    auto conn = node.make();
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect(asio::use_awaitable);
+        auto slow = echo("slow");
+        slow.set_timeout(50ms);
+        response slow_out;
+        auto [ec] = co_await conn.async_exec(slow, slow_out, use_tuple);
+        BOOST_TEST(ec == error::timeout);
+        BOOST_TEST(ec == redlock::condition::timeout);
+        auto fast = echo("fast");
+        response out;
+        co_await conn.async_exec(fast, out, asio::use_awaitable);
+        BOOST_TEST(out.at(0).text == "fast");  // not "slow": that reply went nowhere
+        BOOST_TEST(slow_out.empty());
+        BOOST_TEST(conn.get_usage().abandoned == 1u);
+        conn.close();
+    });
+}
+
+BOOST_AUTO_TEST_CASE(a_silent_peer_is_detected_by_the_health_check)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    bool silent = false;
+    node.reply = [&](const std::vector<std::string>& cmd) -> std::string {
+        return silent && cmd[0] != "HELLO" ? std::string() : default_replies(cmd);
+    };
+    auto config = fake_node::fast_config();
+    config.health_check_interval = 50ms;
+    config.health_check_timeout = 200ms;
+    auto conn = node.make(config);
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect(asio::use_awaitable);
+        silent = true;
+        auto r = echo("anyone?");
+        r.set_timeout(10s);
+        auto start = std::chrono::steady_clock::now();
+        auto [ec] = co_await conn.async_exec(r, use_tuple);
+        BOOST_TEST(ec == error::timeout);
+        BOOST_TEST((std::chrono::steady_clock::now() - start < 5s));  // the health check, not the 10 s deadline
+        BOOST_TEST(conn.get_usage().disconnects == 1u);
+        conn.close();
+    });
+}
+
+BOOST_AUTO_TEST_CASE(an_idle_connection_pings)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    int pings = 0;
+    node.reply = [&](const std::vector<std::string>& cmd) {
+        if (cmd[0] == "PING") ++pings;
+        return default_replies(cmd);
+    };
+    auto config = fake_node::fast_config();
+    config.health_check_interval = 20ms;
+    auto conn = node.make(config);
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect(asio::use_awaitable);
+        asio::steady_timer wait(ctx, 200ms);
+        co_await wait.async_wait(asio::use_awaitable);
+        BOOST_TEST(pings >= 2);
+        conn.close();
+    });
+}
+
+BOOST_AUTO_TEST_CASE(pushes_go_to_the_push_handler_not_to_requests)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    node.reply = [](const std::vector<std::string>& cmd) -> std::string {
+        if (cmd[0] == "ECHO") return ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n" + default_replies(cmd);
+        return default_replies(cmd);
+    };
+    auto conn = node.make();
+    std::vector<redlock::resp::value> pushes;
+    conn.set_push_handler([&](const redlock::resp::value& v) { pushes.push_back(v); });
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect(asio::use_awaitable);
+        auto r = echo("reply");
+        response out;
+        co_await conn.async_exec(r, out, asio::use_awaitable);
+        BOOST_TEST(out.at(0).text == "reply");
+        BOOST_REQUIRE(pushes.size() == 1u);
+        BOOST_TEST(pushes[0].elements.at(2).text == "hi");
+        BOOST_TEST(conn.get_usage().pushes == 1u);
+        conn.close();
+    });
+}
+
+BOOST_AUTO_TEST_CASE(requests_fail_fast_when_not_connected_closed_or_empty)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    auto conn = node.make();
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        auto r = echo("x");
+        auto [ec1] = co_await conn.async_exec(r, use_tuple);
+        BOOST_TEST(ec1 == error::not_connected);
+        co_await conn.async_connect(asio::use_awaitable);
+        request empty;
+        auto [ec2] = co_await conn.async_exec(empty, use_tuple);
+        BOOST_TEST(ec2 == error::invalid_argument);
+        request unknown;
+        unknown.push("NOSUCH");
+        response out;
+        auto [ec3] = co_await conn.async_exec(unknown, out, use_tuple);
+        BOOST_TEST(ec3 == error::server_error);
+        BOOST_TEST(out.at(0).error_text() == "ERR unknown command 'NOSUCH'");
+        conn.close();
+        auto [ec4] = co_await conn.async_exec(r, use_tuple);
+        BOOST_TEST(ec4 == error::closed);
+    });
+}
+
+BOOST_AUTO_TEST_CASE(every_completion_token_works)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    auto conn = node.make();
+    run_coro(ctx, [&]() -> asio::awaitable<void> { co_await conn.async_connect(); });  // deferred default
+
+    auto r = echo("t");
+    std::optional<error_code> callback_result;
+    conn.async_exec(r, [&](error_code ec) { callback_result = ec; });
+    ctx.restart();
+    ctx.run_for(1s);
+    BOOST_TEST((callback_result && !*callback_result));
+
+    std::thread runner([&] {
+        auto guard = asio::make_work_guard(ctx);
+        ctx.restart();
+        ctx.run_for(2s);
+    });
+    auto fut = conn.async_exec(r, asio::use_future);
+    BOOST_TEST((fut.wait_for(2s) == std::future_status::ready));
+    BOOST_CHECK_NO_THROW(fut.get());
+    ctx.stop();
+    runner.join();
+
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        request bad;
+        bad.push("NOSUCH");
+        BOOST_CHECK_THROW(co_await conn.async_exec(bad, asio::use_awaitable), boost::system::system_error);
+        auto [ec] = co_await conn.async_exec(bad, asio::as_tuple(asio::deferred));
+        BOOST_TEST(ec == error::server_error);
+        conn.close();
+    });
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_a_written_request_abandons_it)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    node.read_size = 4096;
+    node.reply = [](const std::vector<std::string>& cmd) -> std::string {
+        return cmd[0] == "ECHO" && cmd[1] == "never" ? std::string() : default_replies(cmd);
+    };
+    auto conn = node.make();
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect(asio::use_awaitable);
+        asio::cancellation_signal cancel;
+        auto never = echo("never");
+        std::optional<error_code> result;
+        conn.async_exec(never, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec) { result = ec; }));
+        asio::steady_timer wait(ctx, 30ms);
+        co_await wait.async_wait(asio::use_awaitable);
+        BOOST_TEST(!result.has_value());
+        cancel.emit(asio::cancellation_type::terminal);
+        wait.expires_after(30ms);
+        co_await wait.async_wait(asio::use_awaitable);
+        BOOST_REQUIRE(result.has_value());
+        BOOST_TEST(*result == asio::error::operation_aborted);
+        BOOST_TEST(conn.get_usage().abandoned == 1u);
+        conn.close();
+    });
+}
