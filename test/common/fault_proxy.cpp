@@ -82,7 +82,7 @@ private:
 
     io_thread io_;
     tcp::acceptor acceptor_{io_.context()};
-    std::uint16_t port_ = 0;
+    std::atomic<std::uint16_t> port_{0};
     std::uint16_t upstream_port_;
     mode mode_ = mode::pass;
     std::chrono::milliseconds delay_{};
@@ -271,7 +271,11 @@ asio::awaitable<void> proxy_core::accept_loop(unsigned generation)
         if (generation != generation_) co_return;
         if (ec) {
             if (!acceptor_.is_open()) co_return;
-            continue;  // e.g. the client gave up before we accepted
+            // E.g. the client gave up before we accepted, or no descriptors are left: do not spin.
+            asio::steady_timer pause(context(), std::chrono::milliseconds(10));
+            co_await pause.async_wait(use_tuple);
+            if (generation != generation_) co_return;
+            continue;
         }
         ++accepted_;
         if (mode_ == mode::reset) {

@@ -61,6 +61,7 @@ private:
 
     void launch();
     void wait_ready(bool may_change_port);
+    bool logged_ready() const;
     bool answers_ping() const;
     void teardown() noexcept;
 

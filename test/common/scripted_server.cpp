@@ -1,6 +1,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
@@ -155,6 +156,8 @@ private:
             auto [ec, socket] = co_await acceptor_.async_accept(use_tuple);
             if (ec) {
                 if (!acceptor_.is_open()) co_return;
+                asio::steady_timer pause(io_.context(), std::chrono::milliseconds(10));  // do not spin on EMFILE
+                co_await pause.async_wait(use_tuple);
                 continue;
             }
             ++accepted_;
@@ -208,7 +211,7 @@ private:
     scripted_server::responder responder_;
     io_thread io_;
     tcp::acceptor acceptor_{io_.context()};
-    std::uint16_t port_ = 0;
+    std::atomic<std::uint16_t> port_{0};
     std::set<std::shared_ptr<tcp::socket>> sockets_;  // io thread only
     std::atomic<std::size_t> accepted_{0};
 };

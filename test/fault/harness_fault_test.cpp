@@ -1,5 +1,7 @@
 // Self-tests of the process faults the harness injects into real redis-servers.
 #include <boost/asio/error.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <cerrno>
@@ -99,4 +101,31 @@ BOOST_AUTO_TEST_CASE(a_cluster_node_can_be_paused_while_the_others_answer)
     BOOST_TEST(nodes[2].cli({"PING"}) == "PONG");
     nodes[1].resume();
     BOOST_TEST(nodes[1].cli({"PING"}) == "PONG");
+}
+
+BOOST_AUTO_TEST_CASE(restart_on_a_taken_port_fails_with_the_log_then_works_once_free)
+{
+    redis_node node;
+    auto port = node.port();
+    node.kill();
+    {
+        // Someone else listens on the port now: restart retries for a while, then reports why.
+        asio::io_context ctx;
+        asio::ip::tcp::acceptor squatter(ctx, asio::ip::tcp::endpoint(asio::ip::address_v4::loopback(), port));
+        auto start = std::chrono::steady_clock::now();
+        try {
+            node.restart();
+            BOOST_FAIL("restart should fail while the port is taken");
+        } catch (const std::runtime_error& e) {
+            BOOST_TEST(std::string(e.what()).find("Address already in use") != std::string::npos);
+        }
+        BOOST_TEST_MESSAGE(
+            "restart gave up after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count()
+            << " ms");
+        BOOST_TEST(!node.running());
+    }
+    node.restart();
+    BOOST_TEST(node.port() == port);
+    BOOST_TEST(node.cli({"PING"}) == "PONG");
 }

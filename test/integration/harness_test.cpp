@@ -1,8 +1,10 @@
 // Self-tests of the test harness: real redis-servers, the fault proxy, the scripted server, the clock shim.
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/test/unit_test.hpp>
@@ -190,6 +192,18 @@ BOOST_AUTO_TEST_CASE(tls_verification_with_another_ca_fails)
         BOOST_TEST((e.code().category() == asio::error::get_ssl_category()));
     }
     BOOST_TEST(reply.empty());
+}
+
+BOOST_AUTO_TEST_CASE(tls_passes_through_the_fault_proxy)
+{
+    node_options options;
+    options.tls = true;
+    redis_node node(options);
+    fault_proxy proxy(node.port(), true);
+    BOOST_TEST(proxy.url() == "rediss://127.0.0.1:" + std::to_string(proxy.port()));
+    std::string reply;
+    run_coro([&] { return tls_ping(proxy.port(), tls_files::get().ca_cert, reply); }, 10s);
+    BOOST_TEST(reply == "+PONG\r\n");
 }
 
 BOOST_AUTO_TEST_CASE(plain_tcp_to_a_tls_node_gets_no_pong)
@@ -476,6 +490,63 @@ BOOST_AUTO_TEST_CASE(set_clock_needs_the_shim)
 {
     redis_node node;
     BOOST_CHECK_THROW(node.set_clock(1000), std::logic_error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(runner)
+
+asio::awaitable<void> sleep_then_throw(std::chrono::milliseconds delay)
+{
+    asio::steady_timer timer(co_await asio::this_coro::executor, delay);
+    co_await timer.async_wait(asio::use_awaitable);
+    throw std::runtime_error("thrown inside the coroutine");
+}
+
+asio::awaitable<void> wait_forever(bool& woke)
+{
+    asio::steady_timer timer(co_await asio::this_coro::executor, std::chrono::hours(1));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));  // woken early only by cancellation
+    woke = true;
+}
+
+BOOST_AUTO_TEST_CASE(run_coro_rethrows_what_the_coroutine_threw)
+{
+    BOOST_CHECK_THROW(run_coro([] { return sleep_then_throw(10ms); }, 10s), std::runtime_error);
+}
+
+BOOST_AUTO_TEST_CASE(run_coro_returns_when_done_although_other_work_remains)
+{
+    asio::io_context ctx;
+    bool woke = false;
+    asio::co_spawn(ctx, wait_forever(woke), [](std::exception_ptr) {});
+    int steps = 0;
+    auto start = steady_clock::now();
+    run_coro(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+            asio::steady_timer timer(co_await asio::this_coro::executor, 20ms);
+            co_await timer.async_wait(asio::use_awaitable);
+            ++steps;
+        },
+        10s);
+    BOOST_TEST(steps == 1);
+    BOOST_TEST(elapsed_ms(start) < 1000);
+    // The context is still usable: run the same again.
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        ++steps;
+        co_return;
+    });
+    BOOST_TEST(steps == 2);
+    BOOST_TEST(!woke);
+}
+
+BOOST_AUTO_TEST_CASE(wait_until_reports_whether_the_condition_came_true)
+{
+    auto start = steady_clock::now();
+    BOOST_TEST(wait_until([&] { return elapsed_ms(start) >= 30; }, 2s));
+    BOOST_TEST(!wait_until([] { return false; }, 50ms));
+    BOOST_TEST(elapsed_ms(start) >= 80);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
