@@ -41,7 +41,13 @@ struct node_config {
     std::chrono::milliseconds reconnect_min_delay{50};      ///< first backoff after a failure
     std::chrono::milliseconds reconnect_max_delay{2000};    ///< backoff doubles up to this
     bool reconnect = true;
-    resp::limits limits;
+    /// What one reply may be. Smaller than the parser's defaults: a lock client reads tiny replies, and a
+    /// value tree costs ~40x its wire size, so this caps what a hostile server can make us allocate.
+    resp::limits limits{.max_depth = 16,
+                        .max_bulk_length = 16 * 1024 * 1024,
+                        .max_aggregate_size = 1024 * 1024,
+                        .max_line_length = 64 * 1024,
+                        .max_message_size = 32 * 1024 * 1024};
 
     /// The URL of this node without its password, for messages and logs.
     std::string to_string() const;

@@ -162,6 +162,14 @@ void render(std::string& out, const value& v, std::size_t indent)
     }
 }
 
+// Nodes that follow n as its elements: maps and attributes count pairs.
+std::size_t children_of(const node& n) noexcept
+{
+    if (!is_aggregate(n.data_type)) return 0;
+    const bool pairs = n.data_type == type::map || n.data_type == type::attribute;
+    return pairs ? 2 * n.aggregate_size : n.aggregate_size;
+}
+
 }  // namespace
 
 std::string to_string(const value& v)
@@ -184,9 +192,7 @@ void value_builder::on_node(const node& n)
     }
     if (n.data_type != type::attribute) v.attributes = std::exchange(pending(), {});
 
-    const std::size_t children = !is_aggregate(n.data_type)                                   ? 0
-                                 : n.data_type == type::map || n.data_type == type::attribute ? 2 * n.aggregate_size
-                                                                                              : n.aggregate_size;
+    const std::size_t children = children_of(n);
     // No reserve(children): the count is the peer's claim, not bytes we have.
     if (children > 0)
         stack_.push_back({std::move(v), children, {}});

@@ -1,0 +1,33 @@
+#include <redlock/detail/token.hpp>
+
+#include <sys/random.h>
+
+#include <array>
+#include <cerrno>
+#include <system_error>
+
+namespace redlock::detail {
+
+std::string random_token()
+{
+    std::array<unsigned char, 16> bytes{};
+    std::size_t filled = 0;
+    while (filled < bytes.size()) {
+        ssize_t n = ::getrandom(bytes.data() + filled, bytes.size() - filled, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw std::system_error(errno, std::generic_category(), "getrandom");
+        }
+        filled += static_cast<std::size_t>(n);
+    }
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(2 * bytes.size());
+    for (unsigned char b : bytes) {
+        out.push_back(hex[b >> 4]);
+        out.push_back(hex[b & 0x0f]);
+    }
+    return out;
+}
+
+}  // namespace redlock::detail
