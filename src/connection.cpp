@@ -37,8 +37,7 @@ public:
           work_(asio::prefer(asio::get_associated_executor(handler, fallback),
                              asio::execution::outstanding_work.tracked)),
           handler_(std::move(handler))
-    {
-    }
+    {}
     asio::cancellation_slot slot() const noexcept { return slot_; }
     explicit operator bool() const noexcept { return static_cast<bool>(handler_); }
 
@@ -77,8 +76,7 @@ public:
           health_timer_(strand_),
           backoff_timer_(strand_),
           connect_timer_(strand_)
-    {
-    }
+    {}
 
     strand_type& strand() noexcept { return strand_; }
     const node_config& config() const noexcept { return config_; }
@@ -160,8 +158,7 @@ public:
           response_(resp != nullptr ? resp : &ignored_),
           completion_(std::move(handler), conn_->strand().get_inner_executor()),
           deadline_(conn_->strand())
-    {
-    }
+    {}
 
     void start()
     {
@@ -354,8 +351,8 @@ void connection_impl::notify_connect_waiters(error_code ec, const diagnostics& d
 std::chrono::milliseconds connection_impl::next_backoff()
 {
     // Exponential with "equal jitter": half fixed, half random, so restarted clients do not reconnect in step.
-    backoff_ = backoff_.count() == 0 ? config_.reconnect_min_delay
-                                     : std::min(backoff_ * 2, config_.reconnect_max_delay);
+    backoff_ =
+        backoff_.count() == 0 ? config_.reconnect_min_delay : std::min(backoff_ * 2, config_.reconnect_max_delay);
     const auto half = std::max<std::int64_t>(backoff_.count() / 2, 1);
     std::uniform_int_distribution<std::int64_t> extra(0, half);
     return std::chrono::milliseconds(half + extra(jitter_));
@@ -384,8 +381,9 @@ asio::awaitable<void> connection_impl::run_loop()
         transport_->close();
         if (state() == connection_state::closed) break;
         set_state(connection_state::disconnected);
-        mpx_.fail_all(ec == error::protocol_error || ec == error::timeout ? ec : make_error_code(error::connection_lost),
-                      error::not_connected);
+        mpx_.fail_all(
+            ec == error::protocol_error || ec == error::timeout ? ec : make_error_code(error::connection_lost),
+            error::not_connected);
         if (!config_.reconnect) co_return;
         backoff_timer_.expires_after(next_backoff());
         co_await backoff_timer_.async_wait(use_tuple);
@@ -478,8 +476,8 @@ asio::awaitable<error_code> connection_impl::read_replies(std::size_t count, res
         auto space = reader_.prepare(4096);
         auto [rec, n] = co_await async_read_some(*transport_, asio::buffer(space.data(), space.size()), use_tuple);
         if (rec) {
-            diag.set_client_message("connection to " + config_.to_string() + " closed during the handshake: " +
-                                    rec.message());
+            diag.set_client_message("connection to " + config_.to_string() +
+                                    " closed during the handshake: " + rec.message());
             co_return rec;
         }
         reader_.commit(n);
@@ -490,20 +488,22 @@ asio::awaitable<error_code> connection_impl::read_replies(std::size_t count, res
 void connection_impl::on_value(resp::value& value, error_code& ec)
 {
     switch (mpx_.consume(value)) {
-    case multiplexer::consumed::reply: stats_.replies.fetch_add(1, std::memory_order_relaxed); break;
-    case multiplexer::consumed::push:
-        stats_.pushes.fetch_add(1, std::memory_order_relaxed);
-        if (push_handler_) {
-            try {
-                push_handler_(value);
-            } catch (...) {
-                // A subscriber's failure must not take the connection down.
+        case multiplexer::consumed::reply:
+            stats_.replies.fetch_add(1, std::memory_order_relaxed);
+            break;
+        case multiplexer::consumed::push:
+            stats_.pushes.fetch_add(1, std::memory_order_relaxed);
+            if (push_handler_) {
+                try {
+                    push_handler_(value);
+                } catch (...) {
+                    // A subscriber's failure must not take the connection down.
+                }
             }
-        }
-        break;
-    case multiplexer::consumed::unsolicited:
-        ec = error::protocol_error;  // a reply nobody asked for: the stream is out of step
-        break;
+            break;
+        case multiplexer::consumed::unsolicited:
+            ec = error::protocol_error;  // a reply nobody asked for: the stream is out of step
+            break;
     }
 }
 
@@ -580,8 +580,7 @@ connection::connection(executor_type ex, node_config config) : connection(std::m
 
 connection::connection(executor_type ex, node_config config, detail::transport_factory factory)
     : impl_(std::make_shared<detail::connection_impl>(std::move(ex), std::move(config), std::move(factory)))
-{
-}
+{}
 
 connection::~connection()
 {
@@ -599,22 +598,33 @@ connection& connection::operator=(connection&& other) noexcept
     return *this;
 }
 
-connection::executor_type connection::get_executor() const noexcept { return impl_->strand(); }
-const node_config& connection::config() const noexcept { return impl_->config(); }
+connection::executor_type connection::get_executor() const noexcept
+{
+    return impl_->strand();
+}
+const node_config& connection::config() const noexcept
+{
+    return impl_->config();
+}
 void connection::set_push_handler(std::function<void(const resp::value&)> handler)
 {
     impl_->set_push_handler(std::move(handler));
 }
-void connection::close() { impl_->close(); }
-connection_state connection::state() const noexcept { return impl_->state(); }
+void connection::close()
+{
+    impl_->close();
+}
+connection_state connection::state() const noexcept
+{
+    return impl_->state();
+}
 
 usage connection::get_usage() const noexcept
 {
     auto& s = impl_->stats();
     auto get = [](const std::atomic<std::uint64_t>& v) { return v.load(std::memory_order_relaxed); };
-    return usage{get(s.writes),   get(s.bytes_written), get(s.bytes_read),
-                 get(s.requests), get(s.replies),       get(s.pushes),
-                 get(s.abandoned), get(s.connects),     get(s.disconnects)};
+    return usage{get(s.writes), get(s.bytes_written), get(s.bytes_read), get(s.requests),   get(s.replies),
+                 get(s.pushes), get(s.abandoned),     get(s.connects),   get(s.disconnects)};
 }
 
 }  // namespace redlock

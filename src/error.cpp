@@ -15,20 +15,34 @@ public:
     std::string message(int ev) const override
     {
         switch (static_cast<error>(ev)) {
-        case error::invalid_argument: return "invalid argument";
-        case error::not_connected: return "not connected to the node";
-        case error::connection_lost: return "connection lost after the request was sent (it may have run)";
-        case error::timeout: return "deadline expired";
-        case error::protocol_error: return "protocol error: the server sent malformed or oversized data";
-        case error::server_error: return "the server answered with an error";
-        case error::auth_failed: return "authentication failed";
-        case error::unsupported_server: return "the server does not support RESP3 (Redis >= 6 required)";
-        case error::tls_error: return "TLS handshake or certificate verification failed";
-        case error::closed: return "connection closed";
-        case error::no_quorum: return "no quorum: too few nodes answered";
-        case error::not_acquired: return "not acquired: the lock is held by another owner";
-        case error::not_owner: return "not the owner of the lock";
-        case error::lost: return "the lease was lost";
+            case error::invalid_argument:
+                return "invalid argument";
+            case error::not_connected:
+                return "not connected to the node";
+            case error::connection_lost:
+                return "connection lost after the request was sent (it may have run)";
+            case error::timeout:
+                return "deadline expired";
+            case error::protocol_error:
+                return "protocol error: the server sent malformed or oversized data";
+            case error::server_error:
+                return "the server answered with an error";
+            case error::auth_failed:
+                return "authentication failed";
+            case error::unsupported_server:
+                return "the server does not support RESP3 (Redis >= 6 required)";
+            case error::tls_error:
+                return "TLS handshake or certificate verification failed";
+            case error::closed:
+                return "connection closed";
+            case error::no_quorum:
+                return "no quorum: too few nodes answered";
+            case error::not_acquired:
+                return "not acquired: the lock is held by another owner";
+            case error::not_owner:
+                return "not the owner of the lock";
+            case error::lost:
+                return "the lease was lost";
         }
         return "redlock error " + std::to_string(ev);
     }
@@ -36,14 +50,19 @@ public:
     boost::system::error_condition default_error_condition(int ev) const noexcept override
     {
         switch (static_cast<error>(ev)) {
-        case error::not_acquired: return condition::not_acquired;
-        case error::timeout: return condition::timeout;
-        case error::not_connected:
-        case error::connection_lost:
-        case error::tls_error:
-        case error::closed: return condition::connection;
-        case error::protocol_error: return condition::protocol;
-        default: return {ev, *this};
+            case error::not_acquired:
+                return condition::not_acquired;
+            case error::timeout:
+                return condition::timeout;
+            case error::not_connected:
+            case error::connection_lost:
+            case error::tls_error:
+            case error::closed:
+                return condition::connection;
+            case error::protocol_error:
+                return condition::protocol;
+            default:
+                return {ev, *this};
         }
     }
 };
@@ -64,10 +83,14 @@ public:
     std::string message(int ev) const override
     {
         switch (static_cast<condition>(ev)) {
-        case condition::not_acquired: return "the lock was not acquired";
-        case condition::timeout: return "a deadline expired";
-        case condition::connection: return "the node could not be reached or the connection broke";
-        case condition::protocol: return "the peer sent malformed data";
+            case condition::not_acquired:
+                return "the lock was not acquired";
+            case condition::timeout:
+                return "a deadline expired";
+            case condition::connection:
+                return "the node could not be reached or the connection broke";
+            case condition::protocol:
+                return "the peer sent malformed data";
         }
         return "redlock condition " + std::to_string(ev);
     }
@@ -77,10 +100,14 @@ public:
         if (ec.category() == redlock::error_category())
             return ec.default_error_condition() == boost::system::error_condition(cond, *this);
         switch (static_cast<condition>(cond)) {
-        case condition::timeout: return ec == boost::asio::error::timed_out;
-        case condition::connection: return is_socket_error(ec);
-        case condition::protocol: return std::string_view(ec.category().name()) == "redlock.resp";
-        default: return false;
+            case condition::timeout:
+                return ec == boost::asio::error::timed_out;
+            case condition::connection:
+                return is_socket_error(ec);
+            case condition::protocol:
+                return std::string_view(ec.category().name()) == "redlock.resp";
+            default:
+                return false;
         }
     }
     using error_category::equivalent;

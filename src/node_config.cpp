@@ -99,9 +99,14 @@ std::string node_config::to_string() const
 {
     std::string out;
     switch (kind) {
-    case transport::unix_socket: return "unix://" + path;
-    case transport::tls: out = "rediss://"; break;
-    case transport::tcp: out = "redis://"; break;
+        case transport::unix_socket:
+            return "unix://" + path;
+        case transport::tls:
+            out = "rediss://";
+            break;
+        case transport::tcp:
+            out = "redis://";
+            break;
     }
     if (!username.empty()) out += username + "@";
     out += host.find(':') != std::string::npos ? "[" + host + "]" : host;

@@ -7,12 +7,11 @@ namespace redlock {
 
 bool request::answered_by_push(std::string_view command) noexcept
 {
-    static constexpr std::string_view push_answered[] = {"SUBSCRIBE",  "UNSUBSCRIBE", "PSUBSCRIBE",
-                                                         "PUNSUBSCRIBE", "SSUBSCRIBE", "SUNSUBSCRIBE"};
+    static constexpr std::string_view push_answered[] = {"SUBSCRIBE",    "UNSUBSCRIBE", "PSUBSCRIBE",
+                                                         "PUNSUBSCRIBE", "SSUBSCRIBE",  "SUNSUBSCRIBE"};
     auto same = [command](std::string_view name) {
-        return std::equal(command.begin(), command.end(), name.begin(), name.end(), [](char a, char b) {
-            return std::toupper(static_cast<unsigned char>(a)) == b;
-        });
+        return std::equal(command.begin(), command.end(), name.begin(), name.end(),
+                          [](char a, char b) { return std::toupper(static_cast<unsigned char>(a)) == b; });
     };
     return std::any_of(std::begin(push_answered), std::end(push_answered), same);
 }

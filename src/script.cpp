@@ -1,8 +1,7 @@
 #include <redlock/script.hpp>
 
-#include <openssl/sha.h>
-
 #include <array>
+#include <openssl/sha.h>
 
 namespace redlock {
 

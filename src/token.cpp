@@ -1,9 +1,8 @@
 #include <redlock/detail/token.hpp>
 
-#include <sys/random.h>
-
 #include <array>
 #include <cerrno>
+#include <sys/random.h>
 #include <system_error>
 
 namespace redlock::detail {

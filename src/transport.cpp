@@ -1,8 +1,8 @@
 #include <redlock/detail/transport.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/ssl.hpp>
@@ -11,7 +11,6 @@
 
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
-
 #include <optional>
 
 namespace redlock::detail {
@@ -204,9 +203,12 @@ private:
 std::unique_ptr<transport> make_transport(asio::any_io_executor ex, const node_config& config)
 {
     switch (config.kind) {
-    case node_config::transport::tls: return std::make_unique<tls_transport>(std::move(ex), config);
-    case node_config::transport::unix_socket: return std::make_unique<unix_transport>(std::move(ex), config);
-    case node_config::transport::tcp: break;
+        case node_config::transport::tls:
+            return std::make_unique<tls_transport>(std::move(ex), config);
+        case node_config::transport::unix_socket:
+            return std::make_unique<unix_transport>(std::move(ex), config);
+        case node_config::transport::tcp:
+            break;
     }
     return std::make_unique<tcp_transport>(std::move(ex), config);
 }

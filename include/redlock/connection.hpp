@@ -22,20 +22,20 @@ namespace redlock {
 
 /// Counters of one connection since it was created.
 struct usage {
-    std::uint64_t writes = 0;            ///< socket writes; coalescing makes this far smaller than requests
+    std::uint64_t writes = 0;  ///< socket writes; coalescing makes this far smaller than requests
     std::uint64_t bytes_written = 0;
     std::uint64_t bytes_read = 0;
-    std::uint64_t requests = 0;          ///< requests written
-    std::uint64_t replies = 0;           ///< replies read (including those of abandoned requests)
-    std::uint64_t pushes = 0;            ///< server pushes read
-    std::uint64_t abandoned = 0;         ///< requests cancelled or timed out after they were written
-    std::uint64_t connects = 0;          ///< successful handshakes
-    std::uint64_t disconnects = 0;       ///< established connections that broke
+    std::uint64_t requests = 0;     ///< requests written
+    std::uint64_t replies = 0;      ///< replies read (including those of abandoned requests)
+    std::uint64_t pushes = 0;       ///< server pushes read
+    std::uint64_t abandoned = 0;    ///< requests cancelled or timed out after they were written
+    std::uint64_t connects = 0;     ///< successful handshakes
+    std::uint64_t disconnects = 0;  ///< established connections that broke
 };
 
 enum class connection_state {
-    idle,          ///< async_connect was never called
-    connecting,    ///< an attempt is under way; requests wait for it (at most connect_timeout)
+    idle,        ///< async_connect was never called
+    connecting,  ///< an attempt is under way; requests wait for it (at most connect_timeout)
     connected,
     disconnected,  ///< waiting before the next attempt; requests fail at once with not_connected
     closed,        ///< close() was called
@@ -45,8 +45,7 @@ namespace detail {
 class connection_impl;
 using completion = boost::asio::any_completion_handler<void(error_code)>;
 void start_connect(const std::shared_ptr<connection_impl>& impl, diagnostics* diag, completion handler);
-void start_exec(const std::shared_ptr<connection_impl>& impl, const request& req, response* resp,
-                completion handler);
+void start_exec(const std::shared_ptr<connection_impl>& impl, const request& req, response* resp, completion handler);
 }  // namespace detail
 
 /// Thread safety: every member may be called from any thread; the connection runs on its own strand.
@@ -76,8 +75,8 @@ public:
     auto async_connect(diagnostics& diag, Token&& token = {})
     {
         return boost::asio::async_initiate<Token, void(error_code)>(
-            [impl = impl_](auto handler, diagnostics* d) { detail::start_connect(impl, d, std::move(handler)); },
-            token, &diag);
+            [impl = impl_](auto handler, diagnostics* d) { detail::start_connect(impl, d, std::move(handler)); }, token,
+            &diag);
     }
     template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
     auto async_connect(Token&& token = {})
@@ -113,7 +112,9 @@ public:
     auto async_exec(const request& req, Token&& token = {})
     {
         return boost::asio::async_initiate<Token, void(error_code)>(
-            [impl = impl_](auto handler, const request* q) { detail::start_exec(impl, *q, nullptr, std::move(handler)); },
+            [impl = impl_](auto handler, const request* q) {
+                detail::start_exec(impl, *q, nullptr, std::move(handler));
+            },
             token, &req);
     }
 

@@ -39,14 +39,23 @@ enum class condition {
 const boost::system::error_category& error_category() noexcept;
 const boost::system::error_category& condition_category() noexcept;
 
-inline error_code make_error_code(error e) noexcept { return {static_cast<int>(e), error_category()}; }
+inline error_code make_error_code(error e) noexcept
+{
+    return {static_cast<int>(e), error_category()};
+}
 inline boost::system::error_condition make_error_condition(condition c) noexcept
 {
     return {static_cast<int>(c), condition_category()};
 }
 
-inline std::ostream& operator<<(std::ostream& os, error e) { return os << make_error_code(e).message(); }
-inline std::ostream& operator<<(std::ostream& os, condition c) { return os << make_error_condition(c).message(); }
+inline std::ostream& operator<<(std::ostream& os, error e)
+{
+    return os << make_error_code(e).message();
+}
+inline std::ostream& operator<<(std::ostream& os, condition c)
+{
+    return os << make_error_condition(c).message();
+}
 
 }  // namespace redlock
 

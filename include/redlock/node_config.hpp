@@ -14,11 +14,11 @@
 namespace redlock {
 
 struct tls_options {
-    std::string ca_file;         ///< PEM file of trusted CAs; empty = the system's default paths
-    std::string cert_file;       ///< client certificate (PEM), for servers that require one
-    std::string key_file;        ///< client private key (PEM)
-    bool verify_peer = true;     ///< verify the server's certificate chain and host name
-    std::string server_name;     ///< name to verify and send as SNI; empty = the URL's host
+    std::string ca_file;      ///< PEM file of trusted CAs; empty = the system's default paths
+    std::string cert_file;    ///< client certificate (PEM), for servers that require one
+    std::string key_file;     ///< client private key (PEM)
+    bool verify_peer = true;  ///< verify the server's certificate chain and host name
+    std::string server_name;  ///< name to verify and send as SNI; empty = the URL's host
 };
 
 struct node_config {
@@ -27,7 +27,7 @@ struct node_config {
     transport kind = transport::tcp;
     std::string host = "127.0.0.1";
     std::uint16_t port = 6379;
-    std::string path;  ///< unix socket path
+    std::string path;      ///< unix socket path
     std::string username;  ///< empty = "default" when a password is given
     std::string password;
     int db = 0;

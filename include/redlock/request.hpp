@@ -22,8 +22,8 @@ public:
     arg(const std::string& text) noexcept : view_(text) {}
     arg(const char* text) noexcept : view_(text) {}
     template <std::integral Int>
-        requires(!std::same_as<Int, bool> && !std::same_as<Int, char>)
-    arg(Int number) noexcept
+    requires(!std::same_as<Int, bool> && !std::same_as<Int, char>) arg(Int number)
+    noexcept
     {
         auto result = std::to_chars(digits_, digits_ + sizeof digits_, number);
         view_ = std::string_view(digits_, static_cast<std::size_t>(result.ptr - digits_));

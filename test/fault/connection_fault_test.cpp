@@ -1,9 +1,5 @@
 // The connection under faults of real nodes: killed, paused, restarted, unreachable, blackholed, reset, and
 // a peer that sends malformed bytes. Every failure is a clear error within a deadline; nothing hangs.
-#include <common/fault_proxy.hpp>
-#include <common/redis_node.hpp>
-#include <common/run_coro.hpp>
-#include <common/scripted_server.hpp>
 #include <redlock/connection.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -11,6 +7,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
+
+#include <common/fault_proxy.hpp>
+#include <common/redis_node.hpp>
+#include <common/run_coro.hpp>
+#include <common/scripted_server.hpp>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;

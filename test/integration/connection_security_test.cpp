@@ -1,14 +1,15 @@
 // TLS with certificate verification, passwords, ACL users and old servers: each failure is clear.
-#include <common/redis_node.hpp>
-#include <common/run_coro.hpp>
-#include <common/scripted_server.hpp>
-#include <common/tls_files.hpp>
 #include <redlock/connection.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
+
+#include <common/redis_node.hpp>
+#include <common/run_coro.hpp>
+#include <common/scripted_server.hpp>
+#include <common/tls_files.hpp>
 
 namespace asio = boost::asio;
 using redlock::error;
@@ -73,9 +74,11 @@ BOOST_AUTO_TEST_CASE(tls_host_name_is_verified)
     options.tls = true;
     redis_node node(options);
     const auto& files = redlock::test::tls_files::get();
-    auto [ec, message] = try_connect(redlock::parse_url(node.url() + "?ca_file=" + files.ca_cert + "&server_name=evil"));
+    auto [ec, message] =
+        try_connect(redlock::parse_url(node.url() + "?ca_file=" + files.ca_cert + "&server_name=evil"));
     BOOST_TEST(ec == error::tls_error);
-    auto [ok, none] = try_connect(redlock::parse_url(node.url() + "?ca_file=" + files.ca_cert + "&server_name=localhost"));
+    auto [ok, none] =
+        try_connect(redlock::parse_url(node.url() + "?ca_file=" + files.ca_cert + "&server_name=localhost"));
     BOOST_TEST(!ok, none);
 }
 

@@ -1,7 +1,5 @@
 // The connection against real redis-server processes: commands, pipelines, coalescing, cancellation,
 // scripts with NOSCRIPT fallback, pub/sub pushes, unix sockets, databases, and calls from many threads.
-#include <common/redis_node.hpp>
-#include <common/run_coro.hpp>
 #include <redlock/connection.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -14,6 +12,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
+#include <common/redis_node.hpp>
+#include <common/run_coro.hpp>
 #include <future>
 
 namespace asio = boost::asio;
@@ -108,8 +108,9 @@ BOOST_AUTO_TEST_CASE(cancelling_every_other_request_keeps_the_rest_in_step)
         conn.async_exec(stall, [](error_code) {});
         auto issue = [&](int i) {
             requests[i].push("ECHO", i);
-            conn.async_exec(requests[i], responses[i],
-                            asio::bind_cancellation_slot(signals[i].slot(), [&, i](error_code ec) { results[i] = ec; }));
+            conn.async_exec(
+                requests[i], responses[i],
+                asio::bind_cancellation_slot(signals[i].slot(), [&, i](error_code ec) { results[i] = ec; }));
         };
         for (int i = 0; i < count / 2; ++i) issue(i);
         asio::steady_timer wait(ctx, 100ms);

@@ -1,6 +1,5 @@
 // The connection over an in-memory stream (no server): 1-byte reads, a failure injected at every I/O step,
 // malformed replies, abandoned requests, silent peers, pushes, and every kind of completion token.
-#include <common/run_coro.hpp>
 #include <redlock/connection.hpp>
 #include <redlock/resp/reader.hpp>
 
@@ -14,6 +13,7 @@
 #include <boost/beast/_experimental/test/stream.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <common/run_coro.hpp>
 #include <functional>
 #include <optional>
 
@@ -86,7 +86,7 @@ struct fake_node {
 
     asio::io_context& ctx;
     reply_fn reply = default_replies;
-    std::size_t read_size = 1;          // the client reads one byte at a time
+    std::size_t read_size = 1;           // the client reads one byte at a time
     std::optional<std::size_t> fail_at;  // the first attempt's n-th I/O fails
     int attempts = 0;
     std::vector<std::shared_ptr<beast::test::stream>> peers;

@@ -7,7 +7,10 @@
 namespace redlock::detail {
 
 /// Q = N/2 + 1: two quorums always share a node.
-constexpr std::size_t majority(std::size_t nodes) noexcept { return nodes / 2 + 1; }
+constexpr std::size_t majority(std::size_t nodes) noexcept
+{
+    return nodes / 2 + 1;
+}
 
 /// What one node said.
 enum class vote {
@@ -27,9 +30,15 @@ public:
     void add(vote v) noexcept
     {
         switch (v) {
-        case vote::yes: ++yes_; break;
-        case vote::no: ++no_; break;
-        case vote::error: ++errors_; break;
+            case vote::yes:
+                ++yes_;
+                break;
+            case vote::no:
+                ++no_;
+                break;
+            case vote::error:
+                ++errors_;
+                break;
         }
     }
     decision decide() const noexcept

@@ -7,9 +7,9 @@
 namespace redlock::detail {
 
 struct watchdog_plan {
-    bool enabled = false;                           ///< extend at all? (otherwise the lease just runs out)
-    std::chrono::milliseconds interval{0};          ///< between extensions, counted from the last grant's start
-    std::chrono::milliseconds retry{0};             ///< after a failed extension
+    bool enabled = false;                   ///< extend at all? (otherwise the lease just runs out)
+    std::chrono::milliseconds interval{0};  ///< between extensions, counted from the last grant's start
+    std::chrono::milliseconds retry{0};     ///< after a failed extension
     std::optional<std::chrono::steady_clock::time_point> stop_extending_at;  ///< maximum total hold time
 };
 
