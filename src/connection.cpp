@@ -1,3 +1,5 @@
+#include "detail/completion.hpp"
+
 #include <redlock/connection.hpp>
 #include <redlock/detail/multiplexer.hpp>
 #include <redlock/resp/reader.hpp>
@@ -22,41 +24,7 @@ namespace detail {
 
 namespace asio = boost::asio;
 using clock = std::chrono::steady_clock;
-using strand_type = asio::strand<asio::any_io_executor>;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
-// Hands a result to a caller's handler on the handler's own executor, never inline, keeping that executor's
-// context alive in between.
-class pending_completion {
-public:
-    pending_completion() = default;
-    // A handler without an executor of its own completes on `fallback`, the connection's I/O executor.
-    pending_completion(completion handler, const asio::any_io_executor& fallback)
-        : io_executor_(fallback),
-          slot_(asio::get_associated_cancellation_slot(handler)),
-          work_(asio::prefer(asio::get_associated_executor(handler, fallback),
-                             asio::execution::outstanding_work.tracked)),
-          handler_(std::move(handler))
-    {}
-    asio::cancellation_slot slot() const noexcept { return slot_; }
-    explicit operator bool() const noexcept { return static_cast<bool>(handler_); }
-
-    void complete(error_code ec)
-    {
-        // Posted through the I/O executor (so never inline), then run on the handler's executor.
-        auto work = std::move(work_);
-        asio::post(io_executor_, asio::bind_executor(work, [handler = std::move(handler_), slot = slot_, ec]() mutable {
-                       if (slot.is_connected()) slot.clear();  // on the caller's executor, where it emits
-                       std::move(handler)(ec);
-                   }));
-    }
-
-private:
-    asio::any_io_executor io_executor_;
-    asio::cancellation_slot slot_;
-    asio::any_completion_executor work_;
-    completion handler_;
-};
 
 struct atomic_usage {
     std::atomic<std::uint64_t> writes{0}, bytes_written{0}, bytes_read{0}, requests{0}, replies{0}, pushes{0},
@@ -103,7 +71,7 @@ public:
 private:
     struct connect_waiter {
         diagnostics* diag;
-        pending_completion completion;
+        pending_completion<> completion;
         std::uint64_t id;
     };
 
@@ -258,7 +226,7 @@ private:
     const request* request_;
     response* response_;
     response ignored_;
-    pending_completion completion_;
+    pending_completion<> completion_;
     asio::steady_timer deadline_;
     request fallback_request_;
     response fallback_response_;
@@ -287,7 +255,7 @@ private:
 void connection_impl::start_connect(diagnostics* diag, completion handler)
 {
     asio::dispatch(strand_, [self = shared_from_this(), diag, handler = std::move(handler)]() mutable {
-        pending_completion done(std::move(handler), self->strand_.get_inner_executor());
+        pending_completion<> done(std::move(handler), self->strand_.get_inner_executor());
         const auto state = self->state();
         if (state == connection_state::closed) return done.complete(error::closed);
         if (state == connection_state::connected) {

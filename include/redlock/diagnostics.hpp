@@ -1,10 +1,27 @@
 // Text that does not fit in an error_code: the server's error message, or what the library found wrong.
 #pragma once
 
+#include <redlock/error.hpp>
+
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace redlock {
+
+/// What one node said in a quorum operation (lock, extend, release).
+struct node_outcome {
+    enum class result {
+        granted,  ///< yes: granted, extended or released
+        refused,  ///< answered: another owner holds the lock
+        failed,   ///< error: timed out, not connected, or an error reply (see `ec` and `message`)
+        pending,  ///< had not answered when the outcome was decided
+    };
+    std::string node;  ///< the node's URL without password
+    result what = result::pending;
+    error_code ec;
+    std::string message;  ///< the server's error text, if any
+};
 
 class diagnostics {
 public:
@@ -15,17 +32,23 @@ public:
     /// Whichever of the two is set, server first: the text to show a person.
     std::string_view message() const noexcept { return server_message_.empty() ? client_message_ : server_message_; }
 
+    /// Per node, for quorum operations: who granted, refused, failed and why. Empty otherwise.
+    const std::vector<node_outcome>& nodes() const noexcept { return nodes_; }
+
     void set_client_message(std::string text) { client_message_ = std::move(text); }
+    void set_nodes(std::vector<node_outcome> nodes) { nodes_ = std::move(nodes); }
     void set_server_message(std::string text) { server_message_ = std::move(text); }
     void clear() noexcept
     {
         client_message_.clear();
         server_message_.clear();
+        nodes_.clear();
     }
 
 private:
     std::string client_message_;
     std::string server_message_;
+    std::vector<node_outcome> nodes_;
 };
 
 }  // namespace redlock

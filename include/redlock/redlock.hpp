@@ -1,10 +1,15 @@
 // Everything public in one include.
 #pragma once
 
+#include <redlock/client.hpp>
 #include <redlock/connection.hpp>
 #include <redlock/diagnostics.hpp>
 #include <redlock/error.hpp>
+#include <redlock/lease.hpp>
+#include <redlock/lock_options.hpp>
+#include <redlock/mutex.hpp>
 #include <redlock/node_config.hpp>
 #include <redlock/request.hpp>
 #include <redlock/response.hpp>
 #include <redlock/script.hpp>
+#include <redlock/with_lock.hpp>

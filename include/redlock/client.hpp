@@ -1,0 +1,71 @@
+// N independent Redis nodes (N = 1: a plain single-node lock, through the same code).
+#pragma once
+
+#include <redlock/diagnostics.hpp>
+#include <redlock/error.hpp>
+#include <redlock/node_config.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace redlock {
+
+namespace detail {
+class client_impl;
+void start_client_connect(const std::shared_ptr<client_impl>& impl, diagnostics* diag,
+                          boost::asio::any_completion_handler<void(error_code)> handler);
+}  // namespace detail
+
+/// Owns one connection per node; they connect at construction and reconnect by themselves. Locks and leases
+/// made from it keep what they need alive, so the client may be destroyed before them.
+/// Thread safety: every member may be called from any thread.
+class client {
+public:
+    using executor_type = boost::asio::any_io_executor;
+
+    /// No I/O happens before the constructor returns; zero nodes makes every lock fail with invalid_argument.
+    /// An even N works (Q = N/2 + 1) but tolerates no more failures than N - 1 nodes: prefer an odd N.
+    client(executor_type ex, std::vector<node_config> nodes);
+    /// The connections close once no lease or mutex made from this client needs them; close() closes now.
+    ~client();
+    client(client&&) noexcept;
+    client& operator=(client&&) noexcept;
+
+    executor_type get_executor() const noexcept;
+    std::size_t size() const noexcept;    ///< N
+    std::size_t quorum() const noexcept;  ///< Q = N/2 + 1
+    const std::vector<node_config>& nodes() const noexcept;
+
+    /// Waits for every node's first connection attempt. Succeeds if a quorum connected (the others keep
+    /// trying); otherwise error::no_quorum. `diag.nodes()` tells each node's result. Optional: locks work
+    /// without it, but their first attempt may find nodes still connecting.
+    /// Signature: void(error_code). Lifetime: `diag` must outlive the operation.
+    template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
+    auto async_connect(diagnostics& diag, Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [impl = impl_](auto handler, diagnostics* d) { detail::start_client_connect(impl, d, std::move(handler)); },
+            token, &diag);
+    }
+    template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
+    auto async_connect(Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [impl = impl_](auto handler) { detail::start_client_connect(impl, nullptr, std::move(handler)); }, token);
+    }
+
+    /// Closes every connection; operations in flight fail.
+    void close();
+
+    const std::shared_ptr<detail::client_impl>& impl() const noexcept { return impl_; }
+
+private:
+    std::shared_ptr<detail::client_impl> impl_;
+};
+
+}  // namespace redlock

@@ -1,0 +1,82 @@
+// A held lock: its token, how long it is valid, and the operations that extend, release or watch it.
+#pragma once
+
+#include <redlock/error.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace redlock {
+
+namespace detail {
+class lease_state;
+using lease_handler = boost::asio::any_completion_handler<void(error_code)>;
+void start_extend(const std::shared_ptr<lease_state>& state, lease_handler handler);
+void start_release(const std::shared_ptr<lease_state>& state, lease_handler handler);
+void start_wait_lost(const std::shared_ptr<lease_state>& state, lease_handler handler);
+}  // namespace detail
+
+/// Move-only. An empty lease (default-constructed, moved from, or from a failed lock) holds nothing.
+/// Destroying a lease that is still held releases it in the background: it never blocks (keep the
+/// io_context running so the release reaches the nodes; the TTL is the safety net).
+class lease {
+public:
+    lease() = default;
+    explicit lease(std::shared_ptr<detail::lease_state> state) noexcept;
+    ~lease();
+    lease(lease&&) noexcept = default;
+    lease& operator=(lease&& other) noexcept;
+
+    explicit operator bool() const noexcept { return state_ != nullptr; }
+
+    const std::vector<std::string>& keys() const noexcept;
+    /// The random value stored in the keys: 128 bits from the OS CSPRNG, hex.
+    const std::string& token() const noexcept;
+    /// Local deadline of the lease (steady clock): start of the last successful grant + ttl - drift.
+    std::chrono::steady_clock::time_point valid_until() const noexcept;
+    /// Time left until valid_until(); zero when past.
+    std::chrono::milliseconds validity() const noexcept;
+    /// True once the lease ran out without a successful extension, or an extension found another owner.
+    bool lost() const noexcept;
+
+    /// Extends the lease on all nodes (ttl from the extension's own start); succeeds on a quorum only.
+    /// Errors: error::lost (already lost), not_owner (released, or other owners on a quorum), no_quorum.
+    /// Signature: void(error_code). Cancellation: terminal (the extension requests are still sent).
+    template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
+    auto async_extend(Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [s = state_](auto handler) { detail::start_extend(s, std::move(handler)); }, token);
+    }
+
+    /// Releases on all N nodes (those that never answered too) and stops the watchdog. Idempotent: a second
+    /// release succeeds at once. Errors: error::lost (the lease had been lost: the protection ended early),
+    /// not_owner (other owners hold a quorum), no_quorum (too few nodes answered; the TTL cleans up).
+    /// Signature: void(error_code). Cancellation: terminal (the release requests are still sent).
+    template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
+    auto async_release(Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [s = state_](auto handler) { detail::start_release(s, std::move(handler)); }, token);
+    }
+
+    /// Completes with error::lost when the lease is lost, or operation_aborted when it is released first.
+    /// Signature: void(error_code). Cancellation: terminal.
+    template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
+    auto async_wait_lost(Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [s = state_](auto handler) { detail::start_wait_lost(s, std::move(handler)); }, token);
+    }
+
+private:
+    std::shared_ptr<detail::lease_state> state_;
+};
+
+}  // namespace redlock

@@ -1,0 +1,37 @@
+// How a lock is taken and kept: TTL, waiting, per-node deadlines, retries, drift, watchdog.
+#pragma once
+
+#include <chrono>
+
+namespace redlock {
+
+struct lock_options {
+    using ms = std::chrono::milliseconds;
+    /// `wait` value: retry until the lock is acquired or the operation is cancelled.
+    static constexpr ms wait_forever = ms::max();
+
+    /// Lifetime of the keys on the nodes. Without the watchdog the lease ends after ttl - elapsed - drift.
+    ms ttl{10'000};
+    /// How long async_lock keeps trying; 0 makes one attempt (as async_try_lock does).
+    ms wait{10'000};
+    /// Deadline of each node's answer; 0 means min(50 ms, ttl / 10). Much shorter than the TTL, so a slow or
+    /// paused node cannot eat the validity.
+    ms node_timeout{0};
+    /// Pause between attempts: uniform in [retry_delay - retry_jitter, retry_delay + retry_jitter], and never
+    /// longer than the holder's remaining TTL (the lock is free then).
+    ms retry_delay{100};
+    ms retry_jitter{50};
+    /// Clock drift allowance: validity = ttl - elapsed - (ttl * drift_factor + 2 ms).
+    double drift_factor = 0.01;
+    /// Acquired only if the validity left after the attempt is above this.
+    ms min_validity{0};
+    /// Keep the lease alive by extending it every extend_interval until it is released.
+    bool watchdog = false;
+    /// Between watchdog extensions; 0 means ttl / 3.
+    ms extend_interval{0};
+    /// Maximum total hold time with the watchdog: extensions stop, and the lease ends (as lost) when its
+    /// validity runs out. 0: no limit.
+    ms max_hold{0};
+};
+
+}  // namespace redlock

@@ -1,0 +1,191 @@
+#include "detail/client_impl.hpp"
+
+#include <redlock/client.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace redlock {
+namespace detail {
+
+namespace asio = boost::asio;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+class connection_node final : public node {
+public:
+    connection_node(asio::any_io_executor ex, node_config config) : conn_(std::move(ex), std::move(config))
+    {
+        conn_.async_connect([](error_code) {});  // start now; it keeps reconnecting on its own
+    }
+    const node_config& config() const noexcept override { return conn_.config(); }
+    void exec(const request& req, response& resp, completion handler) override
+    {
+        conn_.async_exec(req, resp, std::move(handler));
+    }
+    void connect(diagnostics& diag, completion handler) override { conn_.async_connect(diag, std::move(handler)); }
+    void close() override { conn_.close(); }
+
+private:
+    connection conn_;
+};
+
+}  // namespace
+
+std::vector<node_outcome> fan_out_state::outcomes(const std::vector<std::unique_ptr<node>>& nodes) const
+{
+    std::vector<node_outcome> out(nodes.size());
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        out[i].node = nodes[i]->config().to_string();
+        if (!results[i]) continue;  // pending
+        out[i].ec = *results[i];
+        for (const auto& reply : replies[i]) {
+            if (reply.is_error()) out[i].message = reply.error_text();
+        }
+        switch (votes[i]) {
+            case vote::yes:
+                out[i].what = node_outcome::result::granted;
+                break;
+            case vote::no:
+                out[i].what = node_outcome::result::refused;
+                break;
+            case vote::error:
+                out[i].what = node_outcome::result::failed;
+                break;
+        }
+    }
+    return out;
+}
+
+client_impl::client_impl(asio::any_io_executor ex, std::vector<node_config> configs)
+    : strand_(asio::make_strand(ex)), configs_(std::move(configs))
+{
+    for (const auto& config : configs_) nodes_.push_back(std::make_unique<connection_node>(ex, config));
+}
+
+asio::awaitable<std::shared_ptr<fan_out_state>> client_impl::fan_out(request req, classify_fn classify)
+{
+    auto state = std::make_shared<fan_out_state>(strand_, std::move(req), nodes_.size(), quorum());
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        nodes_[i]->exec(state->req, state->replies[i],
+                        asio::bind_executor(strand_, [state, i, classify](error_code ec) {
+                            state->results[i] = ec;
+                            state->votes[i] = classify(ec, state->replies[i]);
+                            state->tally.add(state->votes[i]);
+                            state->wake.cancel();
+                        }));
+    }
+    while (state->tally.decide() == quorum_tally::decision::pending) {
+        state->wake.expires_at(asio::steady_timer::time_point::max());
+        co_await state->wake.async_wait(use_tuple);
+        if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
+            state->cancelled = true;
+            break;
+        }
+    }
+    co_return state;
+}
+
+void client_impl::send_to_all(request req)
+{
+    struct shared {
+        request req;
+        std::vector<response> replies;
+    };
+    auto s = std::make_shared<shared>(shared{std::move(req), std::vector<response>(nodes_.size())});
+    for (std::size_t i = 0; i < nodes_.size(); ++i)
+        nodes_[i]->exec(s->req, s->replies[i], asio::bind_executor(strand_, [s](error_code) {}));
+}
+
+asio::awaitable<std::tuple<error_code>> client_impl::connect_all(diagnostics* diag)
+{
+    // Shared with the callbacks, which may outlive this coroutine if it is cancelled.
+    struct attempt {
+        attempt(strand_type& strand, std::size_t n) : diags(n), results(n), wake(strand) {}
+        std::vector<diagnostics> diags;
+        std::vector<std::optional<error_code>> results;
+        std::size_t done = 0;
+        asio::steady_timer wake;
+    };
+    auto a = std::make_shared<attempt>(strand_, nodes_.size());
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        nodes_[i]->connect(a->diags[i], asio::bind_executor(strand_, [a, i](error_code ec) {
+                               a->results[i] = ec;
+                               ++a->done;
+                               a->wake.cancel();
+                           }));
+    }
+    while (a->done < nodes_.size()) {
+        a->wake.expires_at(asio::steady_timer::time_point::max());
+        co_await a->wake.async_wait(use_tuple);
+        if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
+            co_return std::tuple{make_error_code(asio::error::operation_aborted)};
+    }
+    std::size_t connected = 0;
+    std::vector<node_outcome> outcomes(nodes_.size());
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        outcomes[i].node = configs_[i].to_string();
+        outcomes[i].ec = *a->results[i];
+        outcomes[i].message = a->diags[i].message();
+        outcomes[i].what = *a->results[i] ? node_outcome::result::failed : node_outcome::result::granted;
+        if (!*a->results[i]) ++connected;
+    }
+    if (diag) {
+        diag->clear();
+        diag->set_nodes(std::move(outcomes));
+        if (connected < quorum())
+            diag->set_client_message(std::to_string(connected) + " of " + std::to_string(nodes_.size()) +
+                                     " nodes connected; a quorum needs " + std::to_string(quorum()));
+    }
+    if (nodes_.empty()) co_return std::tuple{make_error_code(error::invalid_argument)};
+    co_return std::tuple{connected >= quorum() ? error_code{} : make_error_code(error::no_quorum)};
+}
+
+void client_impl::close()
+{
+    for (auto& n : nodes_) n->close();
+}
+
+void start_client_connect(const std::shared_ptr<client_impl>& impl, diagnostics* diag,
+                          asio::any_completion_handler<void(error_code)> handler)
+{
+    spawn_op<>(impl->strand(), impl->connect_all(diag), std::move(handler));
+}
+
+}  // namespace detail
+
+client::client(executor_type ex, std::vector<node_config> nodes)
+    : impl_(std::make_shared<detail::client_impl>(std::move(ex), std::move(nodes)))
+{}
+
+// Connections close when the last user of the nodes is gone: leases outliving the client can still release.
+client::~client() = default;
+
+client::client(client&&) noexcept = default;
+
+client& client::operator=(client&&) noexcept = default;
+
+client::executor_type client::get_executor() const noexcept
+{
+    return impl_->strand();
+}
+std::size_t client::size() const noexcept
+{
+    return impl_->size();
+}
+std::size_t client::quorum() const noexcept
+{
+    return impl_->quorum();
+}
+const std::vector<node_config>& client::nodes() const noexcept
+{
+    return impl_->configs();
+}
+void client::close()
+{
+    impl_->close();
+}
+
+}  // namespace redlock

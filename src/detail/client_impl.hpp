@@ -1,0 +1,77 @@
+// The N nodes of a client, and the quorum fan-out every primitive uses.
+#pragma once
+
+#include "completion.hpp"
+
+#include <redlock/connection.hpp>
+#include <redlock/detail/quorum.hpp>
+#include <redlock/diagnostics.hpp>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace redlock::detail {
+
+/// What the quorum layer talks to: something that executes a request. Today one connection; a Redis
+/// Cluster (slot map, MOVED/ASK) or a Sentinel-discovered master can take its place without touching the
+/// primitives.
+class node {
+public:
+    virtual ~node() = default;
+    virtual const node_config& config() const noexcept = 0;
+    virtual void exec(const request& req, response& resp, completion handler) = 0;
+    virtual void connect(diagnostics& diag, completion handler) = 0;
+    virtual void close() = 0;
+};
+
+/// Turns one node's answer into a vote.
+using classify_fn = vote (*)(error_code ec, const response& resp);
+
+/// One request sent to every node. Nodes that answer after the outcome was decided still write here.
+struct fan_out_state {
+    fan_out_state(strand_type strand, request r, std::size_t nodes, std::size_t quorum)
+        : req(std::move(r)), replies(nodes), results(nodes), votes(nodes), tally(nodes, quorum), wake(strand)
+    {}
+    request req;
+    std::vector<response> replies;
+    std::vector<std::optional<error_code>> results;  // empty: no answer yet
+    std::vector<vote> votes;
+    quorum_tally tally;
+    boost::asio::steady_timer wake;  // woken at each answer
+    bool cancelled = false;          // the caller was cancelled before the outcome was decided
+
+    /// Per-node report for diagnostics.
+    std::vector<node_outcome> outcomes(const std::vector<std::unique_ptr<node>>& nodes) const;
+};
+
+class client_impl : public std::enable_shared_from_this<client_impl> {
+public:
+    client_impl(boost::asio::any_io_executor ex, std::vector<node_config> configs);
+
+    strand_type& strand() noexcept { return strand_; }
+    std::size_t size() const noexcept { return nodes_.size(); }
+    std::size_t quorum() const noexcept { return majority(nodes_.size()); }
+    const std::vector<node_config>& configs() const noexcept { return configs_; }
+    const std::vector<std::unique_ptr<node>>& nodes() const noexcept { return nodes_; }
+
+    /// On the strand: sends `req` to every node at once and returns as soon as the outcome is decided
+    /// (Q yes, or more than N - Q no/error), or when the calling coroutine is cancelled.
+    boost::asio::awaitable<std::shared_ptr<fan_out_state>> fan_out(request req, classify_fn classify);
+
+    /// Sends `req` to every node and forgets it (releases after a failed or cancelled attempt).
+    void send_to_all(request req);
+
+    boost::asio::awaitable<std::tuple<error_code>> connect_all(diagnostics* diag);
+    void close();
+
+private:
+    strand_type strand_;
+    std::vector<node_config> configs_;
+    std::vector<std::unique_ptr<node>> nodes_;
+};
+
+}  // namespace redlock::detail

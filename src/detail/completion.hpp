@@ -1,0 +1,94 @@
+// Completing a caller's handler correctly: on its own executor, never inline, with its cancellation slot
+// cleared where it is emitted; and running a coroutine on a strand as an operation of any completion token.
+#pragma once
+
+#include <redlock/error.hpp>
+
+#include <boost/asio/any_completion_executor.hpp>
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <memory>
+#include <tuple>
+
+namespace redlock::detail {
+
+template <class... Ts>
+class pending_completion {
+public:
+    using handler_type = boost::asio::any_completion_handler<void(error_code, Ts...)>;
+
+    pending_completion() = default;
+    /// A handler without an executor of its own completes on `fallback`, the I/O object's executor.
+    pending_completion(handler_type handler, const boost::asio::any_io_executor& fallback)
+        : io_executor_(fallback),
+          slot_(boost::asio::get_associated_cancellation_slot(handler)),
+          work_(boost::asio::prefer(boost::asio::get_associated_executor(handler, fallback),
+                                    boost::asio::execution::outstanding_work.tracked)),
+          handler_(std::move(handler))
+    {}
+
+    boost::asio::cancellation_slot slot() const noexcept { return slot_; }
+    explicit operator bool() const noexcept { return static_cast<bool>(handler_); }
+
+    void complete(error_code ec, Ts... values)
+    {
+        // Posted through the I/O executor (so never inline), then run on the handler's executor.
+        auto work = std::move(work_);
+        boost::asio::post(io_executor_,
+                          boost::asio::bind_executor(work, [handler = std::move(handler_), slot = slot_, ec,
+                                                            ... values = std::move(values)]() mutable {
+                              if (slot.is_connected()) slot.clear();  // on the caller's executor, where it emits
+                              std::move(handler)(ec, std::move(values)...);
+                          }));
+    }
+
+private:
+    boost::asio::any_io_executor io_executor_;
+    boost::asio::cancellation_slot slot_;
+    boost::asio::any_completion_executor work_;
+    handler_type handler_;
+};
+
+using strand_type = boost::asio::strand<boost::asio::any_io_executor>;
+
+/// Runs `op` on `strand` and completes `handler` with the tuple it returns. The caller's cancellation reaches
+/// the coroutine through a signal emitted on the strand (Asio 1.26's co_spawn cancellation is not safe across
+/// threads). A stray exception becomes an error code: the handler is always called exactly once.
+template <class... Ts>
+void spawn_op(strand_type strand, boost::asio::awaitable<std::tuple<error_code, Ts...>> op,
+              boost::asio::any_completion_handler<void(error_code, Ts...)> handler)
+{
+    auto done = std::make_shared<pending_completion<Ts...>>(std::move(handler), strand.get_inner_executor());
+    auto signal = std::make_shared<boost::asio::cancellation_signal>();
+    if (auto slot = done->slot(); slot.is_connected()) {
+        slot.assign([signal, strand](boost::asio::cancellation_type_t type) {
+            boost::asio::dispatch(strand, [signal, type] { signal->emit(type); });
+        });
+    }
+    boost::asio::co_spawn(
+        strand, std::move(op),
+        boost::asio::bind_cancellation_slot(
+            signal->slot(), [done, signal](std::exception_ptr ep, std::tuple<error_code, Ts...> result) {
+                if (ep) {
+                    try {
+                        std::rethrow_exception(ep);
+                    } catch (const boost::system::system_error& e) {
+                        std::get<0>(result) = e.code();
+                    } catch (...) {
+                        std::get<0>(result) = boost::asio::error::fault;
+                    }
+                }
+                std::apply([&](error_code ec, Ts&... values) { done->complete(ec, std::move(values)...); }, result);
+            }));
+}
+
+}  // namespace redlock::detail

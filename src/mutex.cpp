@@ -1,0 +1,147 @@
+#include "detail/client_impl.hpp"
+#include "detail/lease_state.hpp"
+#include "detail/lock_scripts.hpp"
+
+#include <redlock/detail/quorum.hpp>
+#include <redlock/detail/retry.hpp>
+#include <redlock/detail/token.hpp>
+#include <redlock/mutex.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <random>
+
+namespace redlock {
+namespace detail {
+namespace {
+
+namespace asio = boost::asio;
+using clock = std::chrono::steady_clock;
+using ms = std::chrono::milliseconds;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// What is wrong with these arguments, or an empty string. Checked before any I/O.
+std::string invalid_arguments(const client_impl& client, const std::vector<std::string>& keys, const lock_options& o)
+{
+    if (client.size() == 0) return "the client has no nodes";
+    if (keys.empty()) return "no key to lock";
+    for (const auto& key : keys)
+        if (key.empty()) return "a lock key is empty";
+    if (o.ttl <= ms(0)) return "ttl must be positive";
+    if (o.wait < ms(0)) return "wait must not be negative";
+    if (o.node_timeout < ms(0) || o.node_timeout >= o.ttl) return "node_timeout must be in [0, ttl)";
+    if (o.retry_delay < ms(0) || o.retry_jitter < ms(0)) return "retry_delay and retry_jitter must not be negative";
+    if (!(o.drift_factor >= 0.0 && o.drift_factor < 0.5)) return "drift_factor must be in [0, 0.5)";
+    if (drift(o.ttl, o.drift_factor) >= o.ttl) return "ttl is too short for the clock drift allowance";
+    if (o.min_validity < ms(0) || o.min_validity >= o.ttl) return "min_validity must be in [0, ttl)";
+    if (o.extend_interval < ms(0) || o.extend_interval >= o.ttl) return "extend_interval must be in [0, ttl)";
+    if (o.max_hold < ms(0)) return "max_hold must not be negative";
+    return {};
+}
+
+std::optional<ms> shortest_holder_ttl(const fan_out_state& result)
+{
+    std::optional<ms> shortest;
+    for (std::size_t i = 0; i < result.replies.size(); ++i) {
+        if (!result.results[i] || result.votes[i] != vote::no) continue;
+        if (auto t = lock_scripts::holder_ttl(result.replies[i]); t && (!shortest || *t < *shortest)) shortest = t;
+    }
+    return shortest;
+}
+
+asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl> client, std::vector<std::string> keys,
+                                                    lock_options o, bool one_attempt, diagnostics* diag)
+{
+    // Total and partial cancellation too: a cancelled attempt cleans up after itself.
+    co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+    if (diag) diag->clear();
+    if (auto why = invalid_arguments(*client, keys, o); !why.empty()) {
+        if (diag) diag->set_client_message(why);
+        co_return std::tuple{make_error_code(error::invalid_argument), lease{}};
+    }
+    if (o.node_timeout == ms(0)) o.node_timeout = default_node_timeout(o.ttl);
+    const auto token = random_token();
+    request acquire;
+    acquire.push_script(lock_scripts::acquire(), keys, {token, std::to_string(o.ttl.count())});
+    acquire.set_timeout(o.node_timeout);
+    request release;
+    release.push_script(lock_scripts::release(), keys, {token});
+    release.set_timeout(o.node_timeout);
+
+    const auto first_start = clock::now();
+    const auto wait_until = one_attempt || o.wait == ms(0)         ? first_start
+                            : o.wait == lock_options::wait_forever ? clock::time_point::max()
+                                                                   : first_start + o.wait;
+    std::minstd_rand rng(std::random_device{}());
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    asio::steady_timer pause(client->strand());
+
+    for (;;) {
+        const auto start = clock::now();
+        auto result = co_await client->fan_out(acquire, lock_scripts::classify_acquire);
+        if (result->cancelled) {
+            client->send_to_all(release);  // a node may have granted already, or may still
+            co_return std::tuple{make_error_code(asio::error::operation_aborted), lease{}};
+        }
+        const auto& tally = result->tally;
+        const auto until = valid_until(start, o.ttl, o.drift_factor);
+        if (diag) diag->set_nodes(result->outcomes(client->nodes()));
+        error_code failure;
+        if (tally.decide() == quorum_tally::decision::reached) {
+            const auto left = until - clock::now();
+            if (left > o.min_validity) {
+                auto state = std::make_shared<lease_state>(client, std::move(keys), token, o, start, until);
+                state->start();
+                co_return std::tuple{error_code{}, lease(std::move(state))};
+            }
+            failure = error::timeout;
+            if (diag) {
+                diag->set_client_message("a quorum granted, but only after " +
+                                         std::to_string(std::chrono::duration_cast<ms>(clock::now() - start).count()) +
+                                         " ms: the validity left was below the minimum");
+            }
+        } else {
+            failure = tally.failed_by_errors() ? error::no_quorum : error::not_acquired;
+            if (diag) {
+                diag->set_client_message(std::to_string(tally.yes()) + " of " + std::to_string(tally.nodes()) +
+                                         " nodes granted, " + std::to_string(tally.no()) + " refused, " +
+                                         std::to_string(tally.errors()) + " failed; a quorum needs " +
+                                         std::to_string(tally.quorum()));
+            }
+        }
+        client->send_to_all(release);  // on all N nodes: a late grant may still land on the silent ones
+
+        const auto now = clock::now();
+        if (now >= wait_until) co_return std::tuple{failure, lease{}};
+        const auto left =
+            wait_until == clock::time_point::max() ? ms::max() : std::chrono::duration_cast<ms>(wait_until - now);
+        pause.expires_after(retry_delay(o.retry_delay, o.retry_jitter, shortest_holder_ttl(*result), left, unit(rng)));
+        co_await pause.async_wait(use_tuple);
+        if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
+            co_return std::tuple{make_error_code(asio::error::operation_aborted), lease{}};
+    }
+}
+
+}  // namespace
+
+void start_lock(const std::shared_ptr<client_impl>& client, std::vector<std::string> keys, lock_options options,
+                bool one_attempt, diagnostics* diag, lock_handler handler)
+{
+    // Every cancellation type is safe here: a cancelled attempt releases what it may hold.
+    spawn_op<lease>(client->strand(), lock(client, std::move(keys), options, one_attempt, diag), std::move(handler));
+}
+
+}  // namespace detail
+
+mutex::mutex(const client& c, std::string key, lock_options options)
+    : mutex(c, std::vector<std::string>{std::move(key)}, options)
+{}
+
+mutex::mutex(const client& c, std::vector<std::string> keys, lock_options options)
+    : client_(c.impl()), keys_(std::move(keys)), options_(options)
+{}
+
+}  // namespace redlock
