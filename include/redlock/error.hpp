@@ -32,7 +32,7 @@ enum class error {
 enum class condition {
     not_acquired = 1,  ///< the lock is held by someone else (not_acquired)
     timeout,           ///< a deadline expired (ours, or an Asio/OS timeout)
-    connection,        ///< the node could not be reached or the link broke (ours and Asio/OS socket errors)
+    connection,        ///< the node (or a quorum of nodes) could not be reached, or the link broke (ours and OS errors)
     protocol,          ///< malformed bytes from the peer (protocol_error and every RESP parser error)
 };
 

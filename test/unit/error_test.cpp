@@ -14,6 +14,7 @@ BOOST_AUTO_TEST_CASE(library_errors_map_to_conditions)
     BOOST_TEST(make_error_code(error::not_acquired) == condition::not_acquired);
     BOOST_TEST(make_error_code(error::not_connected) == condition::connection);
     BOOST_TEST(make_error_code(error::connection_lost) == condition::connection);
+    BOOST_TEST(make_error_code(error::no_quorum) == condition::connection);
     BOOST_TEST(make_error_code(error::protocol_error) == condition::protocol);
     BOOST_TEST(make_error_code(error::server_error) != condition::connection);
     BOOST_TEST(make_error_code(error::invalid_argument) != condition::timeout);
