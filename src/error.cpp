@@ -54,6 +54,7 @@ public:
                 return condition::not_acquired;
             case error::timeout:
                 return condition::timeout;
+            case error::no_quorum:
             case error::not_connected:
             case error::connection_lost:
             case error::tls_error:
