@@ -3,6 +3,9 @@
 #include <redlock/client.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/dispatch.hpp>
+
+#include <algorithm>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -27,6 +30,10 @@ public:
     }
     void connect(diagnostics& diag, completion handler) override { conn_.async_connect(diag, std::move(handler)); }
     void close() override { conn_.close(); }
+    void set_push_handler(std::function<void(const resp::value&)> handler) override
+    {
+        conn_.set_push_handler(std::move(handler));
+    }
 
 private:
     connection conn_;
@@ -65,7 +72,8 @@ client_impl::client_impl(asio::any_io_executor ex, std::vector<node_config> conf
     for (const auto& config : configs_) nodes_.push_back(std::make_unique<connection_node>(ex, config));
 }
 
-asio::awaitable<std::shared_ptr<fan_out_state>> client_impl::fan_out(request req, classify_fn classify)
+asio::awaitable<std::shared_ptr<fan_out_state>> client_impl::fan_out(request req, classify_fn classify,
+                                                                     std::chrono::steady_clock::time_point deadline)
 {
     auto state = std::make_shared<fan_out_state>(strand_, std::move(req), nodes_.size(), quorum());
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -78,10 +86,14 @@ asio::awaitable<std::shared_ptr<fan_out_state>> client_impl::fan_out(request req
                         }));
     }
     while (state->tally.decide() == quorum_tally::decision::pending) {
-        state->wake.expires_at(asio::steady_timer::time_point::max());
+        state->wake.expires_at(deadline);
         co_await state->wake.async_wait(use_tuple);
         if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
             state->cancelled = true;
+            break;
+        }
+        if (state->tally.decide() == quorum_tally::decision::pending && std::chrono::steady_clock::now() >= deadline) {
+            state->expired = true;
             break;
         }
     }
@@ -148,6 +160,71 @@ void client_impl::close()
     for (auto& n : nodes_) n->close();
 }
 
+std::shared_ptr<client_impl> make_client_impl(asio::any_io_executor ex, std::vector<node_config> configs)
+{
+    auto impl = std::make_shared<client_impl>(std::move(ex), std::move(configs));
+    std::weak_ptr<client_impl> weak = impl;
+    for (auto& n : impl->nodes_) {
+        n->set_push_handler([weak](const resp::value& push) {
+            // RESP3 pub/sub message: ["message", channel, payload]; confirmations and others are ignored.
+            if (push.elements.size() < 3 || push.elements[0].text != "message") return;
+            auto self = weak.lock();
+            if (!self) return;
+            asio::dispatch(self->strand_, [self, channel = push.elements[1].text, payload = push.elements[2].text] {
+                self->on_message(channel, payload);
+            });
+        });
+    }
+    return impl;
+}
+
+void client_impl::watch(const std::vector<std::string>& channels, asio::steady_timer& timer)
+{
+    std::vector<std::string> fresh;
+    for (const auto& channel : channels) {
+        watchers_[channel].push_back(&timer);
+        if (subscriptions_[channel]++ == 0) fresh.push_back(channel);
+    }
+    if (!fresh.empty()) {
+        request req;
+        req.push_range("SUBSCRIBE", fresh);
+        send_to_all(std::move(req));
+    }
+}
+
+void client_impl::unwatch(const std::vector<std::string>& channels, asio::steady_timer& timer)
+{
+    std::vector<std::string> stale;
+    for (const auto& channel : channels) {
+        if (auto queue = watchers_.find(channel); queue != watchers_.end()) {
+            std::erase(queue->second, &timer);
+            if (queue->second.empty()) watchers_.erase(queue);
+        }
+        auto count = subscriptions_.find(channel);
+        if (count != subscriptions_.end() && --count->second == 0) {
+            subscriptions_.erase(count);
+            recent_releases_.erase(channel);
+            stale.push_back(channel);
+        }
+    }
+    if (!stale.empty()) {
+        request req;
+        req.push_range("UNSUBSCRIBE", stale);
+        send_to_all(std::move(req));
+    }
+}
+
+void client_impl::on_message(const std::string& channel, const std::string& payload)
+{
+    auto queue = watchers_.find(channel);
+    if (queue == watchers_.end()) return;
+    auto& recent = recent_releases_[channel];
+    if (std::find(recent.begin(), recent.end(), payload) != recent.end()) return;  // another node's copy
+    if (recent.size() == 8) recent.erase(recent.begin());
+    recent.push_back(payload);
+    queue->second.front()->cancel();
+}
+
 void start_client_connect(const std::shared_ptr<client_impl>& impl, diagnostics* diag,
                           asio::any_completion_handler<void(error_code)> handler)
 {
@@ -157,7 +234,7 @@ void start_client_connect(const std::shared_ptr<client_impl>& impl, diagnostics*
 }  // namespace detail
 
 client::client(executor_type ex, std::vector<node_config> nodes)
-    : impl_(std::make_shared<detail::client_impl>(std::move(ex), std::move(nodes)))
+    : impl_(detail::make_client_impl(std::move(ex), std::move(nodes)))
 {}
 
 // Connections close when the last user of the nodes is gone: leases outliving the client can still release.

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <random>
+#include <unordered_set>
 
 namespace redlock {
 namespace detail {
@@ -68,6 +69,11 @@ public:
         writer_wakeup_.cancel();
     }
 
+    // Pipelines SCRIPT LOAD ahead of the first EVALSHA of each script in this connection session. A NOSCRIPT
+    // fallback would re-send the script after requests queued since, out of order (a release could run
+    // before the acquire it follows); loading first leaves that only to a SCRIPT FLUSH at run time.
+    void load_scripts(const request& req);
+
 private:
     struct connect_waiter {
         diagnostics* diag;
@@ -107,6 +113,7 @@ private:
     std::uint64_t connect_generation_ = 0;
     bool connect_timed_out_ = false;
     std::vector<connect_waiter> connect_waiters_;
+    std::unordered_set<std::string> loaded_scripts_;  // SHAs loaded in this connection session
     std::uint64_t next_waiter_id_ = 0;
     std::function<void(const resp::value&)> push_handler_;
     clock::time_point last_write_{};
@@ -116,40 +123,46 @@ private:
     atomic_usage stats_;
 };
 
-// One async_exec: lives in the multiplexer until its replies arrive, and owns the caller's handler.
+// One async_exec: lives in the multiplexer until its replies arrive, and owns the caller's handler. It holds
+// its connection weakly: the connection holds it (in the multiplexer), and a cycle would leak both if the
+// io_context were destroyed before the connection failed its requests.
 class exec_op final : public exec_entry, public std::enable_shared_from_this<exec_op> {
 public:
     exec_op(std::shared_ptr<connection_impl> conn, const request& req, response* resp, completion handler)
         : exec_entry(req, resp != nullptr ? resp : &ignored_),
-          conn_(std::move(conn)),
+          conn_(conn),
+          strand_(conn->strand()),
           request_(&req),
           response_(resp != nullptr ? resp : &ignored_),
-          completion_(std::move(handler), conn_->strand().get_inner_executor()),
-          deadline_(conn_->strand())
+          completion_(std::move(handler), strand_.get_inner_executor()),
+          deadline_(strand_)
     {}
 
     void start()
     {
         response_->clear();
-        const auto state = conn_->state();
+        auto conn = conn_.lock();
+        if (!conn) return complete(error::closed);
+        const auto state = conn->state();
         if (state == connection_state::closed) return complete(error::closed);
         if (request_->empty()) return complete(error::invalid_argument);
         if (state != connection_state::connected && state != connection_state::connecting)
             return complete(error::not_connected);
 
         if (auto slot = completion_.slot(); slot.is_connected()) {
-            slot.assign([weak = weak_from_this(), strand = conn_->strand()](asio::cancellation_type_t type) {
+            slot.assign([weak = weak_from_this(), strand = strand_](asio::cancellation_type_t type) {
                 asio::dispatch(strand, [weak, type] {
                     if (auto self = weak.lock()) self->on_cancel(type);
                 });
             });
         }
-        auto timeout = request_->timeout().count() > 0 ? request_->timeout() : conn_->config().request_timeout;
+        auto timeout = request_->timeout().count() > 0 ? request_->timeout() : conn->config().request_timeout;
         deadline_.expires_after(timeout);
         deadline_.async_wait([weak = weak_from_this()](error_code ec) {
             if (auto self = weak.lock(); self && !ec) self->on_deadline();
         });
-        conn_->submit(shared_from_this());
+        conn->load_scripts(*request_);
+        conn->submit(shared_from_this());
     }
 
     void finish(error_code ec) override
@@ -182,11 +195,12 @@ private:
         if (calls.empty()) return false;
         fallback_request_ = request::eval_fallback(calls);
         reuse(fallback_request_, &fallback_response_);
-        const auto state = conn_->state();
+        auto conn = conn_.lock();
+        const auto state = conn ? conn->state() : connection_state::closed;
         if (state != connection_state::connected && state != connection_state::connecting) {
             complete(error::not_connected);
         } else {
-            conn_->submit(shared_from_this());
+            conn->submit(shared_from_this());
         }
         return true;
     }
@@ -194,25 +208,27 @@ private:
     void on_cancel(asio::cancellation_type_t type)
     {
         if (done_) return;
-        if (conn_->mpx().remove(*this)) return complete(asio::error::operation_aborted);
+        auto conn = conn_.lock();
+        if (!conn || conn->mpx().remove(*this)) return complete(asio::error::operation_aborted);
         if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
             asio::cancellation_type::none)
             return;  // total cancellation cannot unsend a written request
-        abandon();
+        abandon(*conn);
         complete(asio::error::operation_aborted);
     }
 
     void on_deadline()
     {
         if (done_) return;
-        if (!conn_->mpx().remove(*this)) abandon();
+        auto conn = conn_.lock();
+        if (conn && !conn->mpx().remove(*this)) abandon(*conn);
         complete(error::timeout);
     }
 
-    void abandon()
+    void abandon(connection_impl& conn)
     {
-        conn_->mpx().abandon(*this);
-        conn_->stats().abandoned.fetch_add(1, std::memory_order_relaxed);
+        conn.mpx().abandon(*this);
+        conn.stats().abandoned.fetch_add(1, std::memory_order_relaxed);
     }
 
     void complete(error_code ec)
@@ -222,7 +238,8 @@ private:
         completion_.complete(ec);
     }
 
-    std::shared_ptr<connection_impl> conn_;
+    std::weak_ptr<connection_impl> conn_;
+    strand_type strand_;
     const request* request_;
     response* response_;
     response ignored_;
@@ -234,23 +251,36 @@ private:
     bool done_ = false;
 };
 
-// The health check's PING: nobody waits for it; its reply only proves the server is alive.
-class ping_entry final : public exec_entry {
+// A request of the connection's own that nobody waits for (the health check's PING, SCRIPT LOAD): its reply
+// is read and dropped.
+class detached_entry final : public exec_entry {
 public:
-    ping_entry() : exec_entry(ping_request(), nullptr) {}
+    explicit detached_entry(std::shared_ptr<const request> req) : exec_entry(*req, nullptr), request_(std::move(req)) {}
     void finish(error_code) override {}
 
 private:
-    static const request& ping_request()
-    {
-        static const request ping = [] {
-            request r;
-            r.push("PING");
-            return r;
-        }();
-        return ping;
-    }
+    std::shared_ptr<const request> request_;
 };
+
+std::shared_ptr<const request> ping()
+{
+    static const auto ping = [] {
+        auto r = std::make_shared<request>();
+        r->push("PING");
+        return r;
+    }();
+    return ping;
+}
+
+void connection_impl::load_scripts(const request& req)
+{
+    for (const auto& call : req.script_calls()) {
+        if (!loaded_scripts_.insert(call.code.sha1()).second) continue;
+        auto load = std::make_shared<request>();
+        load->push("SCRIPT", "LOAD", call.code.source());
+        submit(std::make_shared<detached_entry>(std::move(load)));
+    }
+}
 
 void connection_impl::start_connect(diagnostics* diag, completion handler)
 {
@@ -364,6 +394,7 @@ asio::awaitable<error_code> connection_impl::connect_once(diagnostics& diag)
 {
     transport_ = factory_ ? factory_(strand_) : make_transport(strand_, config_);
     reader_.reset();
+    loaded_scripts_.clear();  // a new server process may not know them
     const auto generation = ++connect_generation_;
     connect_timed_out_ = false;
     connect_timer_.expires_after(config_.connect_timeout);
@@ -527,7 +558,7 @@ asio::awaitable<error_code> connection_impl::health_loop()
         const auto now = clock::now();
         if (mpx_.awaiting_replies() > 0 && now - waiting_since_ > config_.health_check_timeout)
             co_return stop_serving(error::timeout);  // a paused or silent server
-        if (mpx_.size() == 0 && now - last_write_ >= interval) submit(std::make_shared<ping_entry>());
+        if (mpx_.size() == 0 && now - last_write_ >= interval) submit(std::make_shared<detached_entry>(ping()));
     }
 }
 

@@ -34,17 +34,6 @@ void lease_state::start()
     });
 }
 
-request lease_state::script_request(bool acquire) const
-{
-    request req;
-    if (acquire)
-        req.push_script(lock_scripts::acquire(), keys_, {token_, std::to_string(options_.ttl.count())});
-    else
-        req.push_script(lock_scripts::release(), keys_, {token_});
-    req.set_timeout(options_.node_timeout.count() > 0 ? options_.node_timeout : default_node_timeout(options_.ttl));
-    return req;
-}
-
 asio::awaitable<void> lease_state::keep(std::shared_ptr<lease_state> self)
 {
     watchdog_plan plan;
@@ -66,25 +55,28 @@ asio::awaitable<void> lease_state::keep(std::shared_ptr<lease_state> self)
             self->declare_lost();
             break;
         }
-        if (step.what == watchdog_step::action::extend && now >= step.at) {
-            const auto ec = co_await self->extend_once();
-            if (self->status_ != status::held) break;
-            if (ec == error::not_owner) {
-                self->declare_lost();  // other owners answered on a quorum: no point retrying
-                break;
-            }
-        }
+        if (step.what == watchdog_step::action::extend && now >= step.at) co_await self->extend_once();
     }
 }
 
 asio::awaitable<error_code> lease_state::extend_once()
 {
     const auto start = clock::now();
-    auto result = co_await client_->fan_out(script_request(true), lock_scripts::classify_acquire);
+    // Bounded by the validity in force: the lease is lost at that instant, however late the nodes answer.
+    auto result =
+        co_await client_->fan_out(lock_scripts::acquire_request(keys_, token_, options_.ttl, options_.node_timeout),
+                                  lock_scripts::classify_acquire, valid_until());
+    if (status_ != status::held) co_return make_error_code(status_ == status::lost ? error::lost : error::not_owner);
     if (result->cancelled) co_return make_error_code(asio::error::operation_aborted);
+    if (clock::now() >= valid_until()) {
+        // A grant that arrives after the validity ended does not revive the lease: someone else may have
+        // held the lock in between.
+        declare_lost();
+        co_return make_error_code(error::lost);
+    }
     const auto& tally = result->tally;
     const auto until = detail::valid_until(start, options_.ttl, options_.drift_factor);
-    if (tally.decide() == quorum_tally::decision::reached && until > clock::now() && status_ == status::held) {
+    if (tally.decide() == quorum_tally::decision::reached && until > clock::now()) {
         granted_at_ = start;
         if (until > valid_until()) set_valid_until(until);
         last_extension_failed_ = false;
@@ -92,8 +84,11 @@ asio::awaitable<error_code> lease_state::extend_once()
         co_return error_code{};
     }
     last_extension_failed_ = true;
-    if (tally.no() > tally.nodes() - tally.quorum()) co_return make_error_code(error::not_owner);
-    co_return make_error_code(error::no_quorum);
+    if (tally.no() > tally.nodes() - tally.quorum()) {
+        declare_lost();  // other owners answered on a quorum
+        co_return make_error_code(error::not_owner);
+    }
+    co_return make_error_code(result->expired ? error::timeout : error::no_quorum);
 }
 
 asio::awaitable<std::tuple<error_code>> lease_state::extend()
@@ -114,7 +109,8 @@ asio::awaitable<std::tuple<error_code>> lease_state::release()
     status_ = status::released;
     keeper_timer_.cancel();
     finish_waiters(asio::error::operation_aborted);
-    auto result = co_await client_->fan_out(script_request(false), lock_scripts::classify_release);
+    auto result = co_await client_->fan_out(lock_scripts::release_request(keys_, token_, options_.node_timeout),
+                                            lock_scripts::classify_release);
     if (was_lost) co_return std::tuple{make_error_code(error::lost)};
     if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted)};
     const auto& tally = result->tally;
@@ -129,7 +125,7 @@ void lease_state::release_in_background()
     status_ = status::released;
     keeper_timer_.cancel();
     finish_waiters(asio::error::operation_aborted);
-    client_->send_to_all(script_request(false));
+    client_->send_to_all(lock_scripts::release_request(keys_, token_, options_.node_timeout));
 }
 
 void lease_state::wait_lost(pending_completion<> waiter, std::uint64_t id)

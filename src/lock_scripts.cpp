@@ -1,5 +1,7 @@
 #include "detail/lock_scripts.hpp"
 
+#include <redlock/detail/key_layout.hpp>
+
 namespace redlock::detail::lock_scripts {
 
 const script& acquire()
@@ -8,7 +10,9 @@ const script& acquire()
 for i = 1, #KEYS do
   local owner = redis.call('GET', KEYS[i])
   if owner and owner ~= ARGV[1] then
-    return -math.max(redis.call('PTTL', KEYS[i]), 1)
+    local pttl = redis.call('PTTL', KEYS[i])
+    if pttl > 0 then return -pttl end
+    return 0
   end
 end
 for i = 1, #KEYS do
@@ -28,6 +32,7 @@ for i = 1, #KEYS do
   if owner == ARGV[1] then
     redis.call('DEL', KEYS[i])
     released = released + 1
+    if ARGV[i + 1] then redis.call('PUBLISH', ARGV[i + 1], ARGV[1]) end
   elseif owner then
     others = others + 1
   end
@@ -36,6 +41,31 @@ if others > 0 then return -others end
 return released
 )lua");
     return s;
+}
+
+std::string release_channel(const std::string& key)
+{
+    return aux_name(key, "released");
+}
+
+request acquire_request(const std::vector<std::string>& keys, const std::string& token, std::chrono::milliseconds ttl,
+                        std::chrono::milliseconds node_timeout)
+{
+    request req;
+    req.push_script(acquire(), keys, {token, std::to_string(ttl.count())});
+    req.set_timeout(node_timeout);
+    return req;
+}
+
+request release_request(const std::vector<std::string>& keys, const std::string& token,
+                        std::chrono::milliseconds node_timeout)
+{
+    std::vector<std::string> args{token};
+    for (const auto& key : keys) args.push_back(release_channel(key));
+    request req;
+    req.push_script(release(), keys, args);
+    req.set_timeout(node_timeout);
+    return req;
 }
 
 namespace {

@@ -37,10 +37,40 @@ std::string invalid_arguments(const client_impl& client, const std::vector<std::
     if (!(o.drift_factor >= 0.0 && o.drift_factor < 0.5)) return "drift_factor must be in [0, 0.5)";
     if (drift(o.ttl, o.drift_factor) >= o.ttl) return "ttl is too short for the clock drift allowance";
     if (o.min_validity < ms(0) || o.min_validity >= o.ttl) return "min_validity must be in [0, ttl)";
-    if (o.extend_interval < ms(0) || o.extend_interval >= o.ttl) return "extend_interval must be in [0, ttl)";
+    if (o.extend_interval < ms(0) ||
+        o.extend_interval >= o.ttl - std::chrono::duration_cast<ms>(drift(o.ttl, o.drift_factor)))
+        return "extend_interval must be in [0, ttl - drift): the watchdog would extend too late";
     if (o.max_hold < ms(0)) return "max_hold must not be negative";
     return {};
 }
+
+// Subscribes `timer` to the release channels of `keys` once started, and unsubscribes when destroyed.
+class release_watch {
+public:
+    release_watch(client_impl& client, const std::vector<std::string>& keys, asio::steady_timer& timer)
+        : client_(client), timer_(timer)
+    {
+        for (const auto& key : keys) channels_.push_back(lock_scripts::release_channel(key));
+    }
+    ~release_watch()
+    {
+        if (started_) client_.unwatch(channels_, timer_);
+    }
+    release_watch(const release_watch&) = delete;
+    release_watch& operator=(const release_watch&) = delete;
+
+    void start()
+    {
+        if (!started_) client_.watch(channels_, timer_);
+        started_ = true;
+    }
+
+private:
+    client_impl& client_;
+    asio::steady_timer& timer_;
+    std::vector<std::string> channels_;
+    bool started_ = false;
+};
 
 std::optional<ms> shortest_holder_ttl(const fan_out_state& result)
 {
@@ -64,12 +94,8 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
     }
     if (o.node_timeout == ms(0)) o.node_timeout = default_node_timeout(o.ttl);
     const auto token = random_token();
-    request acquire;
-    acquire.push_script(lock_scripts::acquire(), keys, {token, std::to_string(o.ttl.count())});
-    acquire.set_timeout(o.node_timeout);
-    request release;
-    release.push_script(lock_scripts::release(), keys, {token});
-    release.set_timeout(o.node_timeout);
+    const auto acquire = lock_scripts::acquire_request(keys, token, o.ttl, o.node_timeout);
+    const auto release = lock_scripts::release_request(keys, token, o.node_timeout);
 
     const auto first_start = clock::now();
     const auto wait_until = one_attempt || o.wait == ms(0)         ? first_start
@@ -78,6 +104,7 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
     std::minstd_rand rng(std::random_device{}());
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     asio::steady_timer pause(client->strand());
+    release_watch watch(*client, keys, pause);
 
     for (;;) {
         const auto start = clock::now();
@@ -118,6 +145,8 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
         if (now >= wait_until) co_return std::tuple{failure, lease{}};
         const auto left =
             wait_until == clock::time_point::max() ? ms::max() : std::chrono::duration_cast<ms>(wait_until - now);
+        // Refused: a release will be published; wake up for it rather than wait out the delay.
+        if (tally.no() > 0) watch.start();
         pause.expires_after(retry_delay(o.retry_delay, o.retry_jitter, shortest_holder_ttl(*result), left, unit(rng)));
         co_await pause.async_wait(use_tuple);
         if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)

@@ -15,20 +15,34 @@
 #include <exception>
 #include <optional>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 namespace redlock {
 
-/// Acquires `m` with the watchdog on (the mutex's options otherwise), runs `body()` (a callable returning
-/// `asio::awaitable<R>`), releases the lock on every exit path — normal return, exception, cancellation of the
-/// caller — and returns what the body returned.
+/// Acquires `m` with the watchdog on (the mutex's options otherwise), runs `body()` or `body(lease)` (a
+/// callable returning `asio::awaitable<R>`; the lease lets it check validity() before a critical write),
+/// releases the lock on every exit path — normal return, exception, cancellation of the caller — and returns
+/// what the body returned.
 /// If the lease is lost while the body runs, the body is cancelled (terminal) at once and with_lock throws
 /// boost::system::system_error(error::lost). Acquisition failures throw as async_lock reports them.
+namespace detail {
 template <class Body>
-auto with_lock(mutex& m, Body body) -> std::invoke_result_t<Body&>
+struct with_lock_body {
+    using type = std::invoke_result_t<Body&>;
+};
+template <class Body>
+requires std::is_invocable_v<Body&, const lease&>
+struct with_lock_body<Body> {
+    using type = std::invoke_result_t<Body&, const lease&>;
+};
+}  // namespace detail
+
+template <class Body>
+auto with_lock(mutex& m, Body body) -> typename detail::with_lock_body<Body>::type
 {
     namespace asio = boost::asio;
-    using awaitable_type = std::invoke_result_t<Body&>;
+    using awaitable_type = typename detail::with_lock_body<Body>::type;
     using result_type = typename awaitable_type::value_type;
 
     auto options = m.options();
@@ -40,7 +54,13 @@ auto with_lock(mutex& m, Body body) -> std::invoke_result_t<Body&>
     auto ex = co_await asio::this_coro::executor;
     std::exception_ptr failure;
     std::conditional_t<std::is_void_v<result_type>, std::monostate, std::optional<result_type>> result;
-    auto outcome = co_await asio::experimental::make_parallel_group(asio::co_spawn(ex, body(), asio::deferred),
+    auto run = [&] {
+        if constexpr (std::is_invocable_v<Body&, const lease&>)
+            return body(std::as_const(held));
+        else
+            return body();
+    };
+    auto outcome = co_await asio::experimental::make_parallel_group(asio::co_spawn(ex, run(), asio::deferred),
                                                                     held.async_wait_lost(asio::deferred))
                        .async_wait(asio::experimental::wait_for_one(), asio::as_tuple(asio::use_awaitable));
     const auto& order = std::get<0>(outcome);

@@ -10,8 +10,11 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 namespace redlock::detail {
@@ -26,6 +29,8 @@ public:
     virtual void exec(const request& req, response& resp, completion handler) = 0;
     virtual void connect(diagnostics& diag, completion handler) = 0;
     virtual void close() = 0;
+    /// Server pushes (pub/sub messages) of this node; called on the node's own executor.
+    virtual void set_push_handler(std::function<void(const resp::value&)> handler) = 0;
 };
 
 /// Turns one node's answer into a vote.
@@ -43,6 +48,7 @@ struct fan_out_state {
     quorum_tally tally;
     boost::asio::steady_timer wake;  // woken at each answer
     bool cancelled = false;          // the caller was cancelled before the outcome was decided
+    bool expired = false;            // the caller's deadline passed before the outcome was decided
 
     /// Per-node report for diagnostics.
     std::vector<node_outcome> outcomes(const std::vector<std::unique_ptr<node>>& nodes) const;
@@ -59,8 +65,10 @@ public:
     const std::vector<std::unique_ptr<node>>& nodes() const noexcept { return nodes_; }
 
     /// On the strand: sends `req` to every node at once and returns as soon as the outcome is decided
-    /// (Q yes, or more than N - Q no/error), or when the calling coroutine is cancelled.
-    boost::asio::awaitable<std::shared_ptr<fan_out_state>> fan_out(request req, classify_fn classify);
+    /// (Q yes, or more than N - Q no/error), when the calling coroutine is cancelled, or at `deadline`.
+    boost::asio::awaitable<std::shared_ptr<fan_out_state>> fan_out(
+        request req, classify_fn classify,
+        std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
     /// Sends `req` to every node and forgets it (releases after a failed or cancelled attempt).
     void send_to_all(request req);
@@ -68,10 +76,27 @@ public:
     boost::asio::awaitable<std::tuple<error_code>> connect_all(diagnostics* diag);
     void close();
 
+    /// Registers `timer` to be woken (its wait cancelled) by a release published on one of `channels`.
+    /// Each release wakes one watcher, the longest waiting, once however many nodes publish it: waking them
+    /// all would make one client's waiters split the nodes' votes among themselves. Subscriptions are shared
+    /// and counted: the first watcher subscribes, the last one unsubscribes. On the strand; unwatch before
+    /// the timer dies.
+    void watch(const std::vector<std::string>& channels, boost::asio::steady_timer& timer);
+    void unwatch(const std::vector<std::string>& channels, boost::asio::steady_timer& timer);
+
 private:
+    friend std::shared_ptr<client_impl> make_client_impl(boost::asio::any_io_executor, std::vector<node_config>);
+    void on_message(const std::string& channel, const std::string& payload);
+
     strand_type strand_;
     std::vector<node_config> configs_;
     std::vector<std::unique_ptr<node>> nodes_;
+    std::unordered_map<std::string, std::size_t> subscriptions_;                        // channel -> watchers
+    std::unordered_map<std::string, std::deque<boost::asio::steady_timer*>> watchers_;  // oldest first
+    std::unordered_map<std::string, std::vector<std::string>> recent_releases_;         // per channel, to de-duplicate
 };
+
+/// Makes a client's state and routes its nodes' pushes to it.
+std::shared_ptr<client_impl> make_client_impl(boost::asio::any_io_executor ex, std::vector<node_config> configs);
 
 }  // namespace redlock::detail

@@ -53,7 +53,6 @@ private:
     {
         valid_until_.store(t.time_since_epoch().count(), std::memory_order_relaxed);
     }
-    request script_request(bool acquire) const;
 
     std::shared_ptr<client_impl> client_;
     std::vector<std::string> keys_;
