@@ -4,10 +4,10 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/dispatch.hpp>
-
-#include <algorithm>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
 
 namespace redlock {
 namespace detail {
@@ -72,7 +72,7 @@ client_impl::client_impl(asio::any_io_executor ex, std::vector<node_config> conf
     for (const auto& config : configs_) nodes_.push_back(std::make_unique<connection_node>(ex, config));
 }
 
-asio::awaitable<std::shared_ptr<fan_out_state>> client_impl::fan_out(request req, classify_fn classify,
+asio::awaitable<std::shared_ptr<fan_out_state>> client_impl::fan_out(request req, classify_fn classify, until wait_for,
                                                                      std::chrono::steady_clock::time_point deadline)
 {
     auto state = std::make_shared<fan_out_state>(strand_, std::move(req), nodes_.size(), quorum());
@@ -85,14 +85,19 @@ asio::awaitable<std::shared_ptr<fan_out_state>> client_impl::fan_out(request req
                             state->wake.cancel();
                         }));
     }
-    while (state->tally.decide() == quorum_tally::decision::pending) {
+    auto done = [&] {
+        const auto& t = state->tally;
+        return wait_for == until::all_answered ? t.yes() + t.no() + t.errors() == t.nodes()
+                                               : t.decide() != quorum_tally::decision::pending;
+    };
+    while (!done()) {
         state->wake.expires_at(deadline);
         co_await state->wake.async_wait(use_tuple);
         if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
             state->cancelled = true;
             break;
         }
-        if (state->tally.decide() == quorum_tally::decision::pending && std::chrono::steady_clock::now() >= deadline) {
+        if (!done() && std::chrono::steady_clock::now() >= deadline) {
             state->expired = true;
             break;
         }

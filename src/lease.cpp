@@ -65,7 +65,7 @@ asio::awaitable<error_code> lease_state::extend_once()
     // Bounded by the validity in force: the lease is lost at that instant, however late the nodes answer.
     auto result =
         co_await client_->fan_out(lock_scripts::acquire_request(keys_, token_, options_.ttl, options_.node_timeout),
-                                  lock_scripts::classify_acquire, valid_until());
+                                  lock_scripts::classify_acquire, client_impl::until::decided, valid_until());
     if (status_ != status::held) co_return make_error_code(status_ == status::lost ? error::lost : error::not_owner);
     if (result->cancelled) co_return make_error_code(asio::error::operation_aborted);
     if (clock::now() >= valid_until()) {
@@ -110,7 +110,7 @@ asio::awaitable<std::tuple<error_code>> lease_state::release()
     keeper_timer_.cancel();
     finish_waiters(asio::error::operation_aborted);
     auto result = co_await client_->fan_out(lock_scripts::release_request(keys_, token_, options_.node_timeout),
-                                            lock_scripts::classify_release);
+                                            lock_scripts::classify_release, client_impl::until::all_answered);
     if (was_lost) co_return std::tuple{make_error_code(error::lost)};
     if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted)};
     const auto& tally = result->tally;

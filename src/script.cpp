@@ -1,3 +1,5 @@
+#include "detail/hex.hpp"
+
 #include <redlock/script.hpp>
 
 #include <array>
@@ -10,14 +12,7 @@ std::string sha1_hex(const std::string& text)
 {
     std::array<unsigned char, SHA_DIGEST_LENGTH> digest{};
     SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest.data());
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(2 * digest.size());
-    for (unsigned char byte : digest) {
-        out.push_back(hex[byte >> 4]);
-        out.push_back(hex[byte & 0x0f]);
-    }
-    return out;
+    return detail::to_hex(digest);
 }
 }  // namespace
 

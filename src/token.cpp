@@ -1,3 +1,5 @@
+#include "detail/hex.hpp"
+
 #include <redlock/detail/token.hpp>
 
 #include <array>
@@ -19,14 +21,7 @@ std::string random_token()
         }
         filled += static_cast<std::size_t>(n);
     }
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(2 * bytes.size());
-    for (unsigned char b : bytes) {
-        out.push_back(hex[b >> 4]);
-        out.push_back(hex[b & 0x0f]);
-    }
-    return out;
+    return to_hex(bytes);
 }
 
 }  // namespace redlock::detail

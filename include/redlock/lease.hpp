@@ -55,7 +55,8 @@ public:
             [s = state_](auto handler) { detail::start_extend(s, std::move(handler)); }, token);
     }
 
-    /// Releases on all N nodes (those that never answered too) and stops the watchdog. Idempotent: a second
+    /// Releases on all N nodes and stops the watchdog; completes once every node answered or hit its deadline
+    /// (so a process may exit right after). Idempotent: a second
     /// release succeeds at once. Errors: error::lost (the lease had been lost: the protection ended early),
     /// not_owner (other owners hold a quorum), no_quorum (too few nodes answered; the TTL cleans up).
     /// Signature: void(error_code). Cancellation: terminal (the release requests are still sent).

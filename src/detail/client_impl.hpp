@@ -64,10 +64,12 @@ public:
     const std::vector<node_config>& configs() const noexcept { return configs_; }
     const std::vector<std::unique_ptr<node>>& nodes() const noexcept { return nodes_; }
 
+    enum class until { decided, all_answered };
     /// On the strand: sends `req` to every node at once and returns as soon as the outcome is decided
-    /// (Q yes, or more than N - Q no/error), when the calling coroutine is cancelled, or at `deadline`.
+    /// (Q yes, or more than N - Q no/error) — or, with until::all_answered, once every node answered or hit
+    /// its deadline — when the calling coroutine is cancelled, or at `deadline`.
     boost::asio::awaitable<std::shared_ptr<fan_out_state>> fan_out(
-        request req, classify_fn classify,
+        request req, classify_fn classify, until wait_for = until::decided,
         std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
     /// Sends `req` to every node and forgets it (releases after a failed or cancelled attempt).

@@ -1,12 +1,42 @@
-// What the nodes hold, seen from outside the library (through redis-cli).
+// For lock tests: node configs for a cluster, a coroutine sleep, and what the nodes hold, seen from outside
+// the library (through redis-cli).
 #pragma once
+
+#include <redlock/node_config.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
 #include <string>
+#include <vector>
 
 namespace redlock::test {
+
+/// The cluster's nodes, reconnecting fast after a kill or restart.
+inline std::vector<node_config> configs(const cluster& nodes)
+{
+    std::vector<node_config> out;
+    for (auto& url : nodes.urls()) {
+        auto c = parse_url(url);
+        c.connect_timeout = std::chrono::milliseconds(300);
+        c.reconnect_min_delay = std::chrono::milliseconds(20);
+        c.reconnect_max_delay = std::chrono::milliseconds(200);
+        out.push_back(c);
+    }
+    return out;
+}
+
+inline boost::asio::awaitable<void> sleep_for(std::chrono::milliseconds d)
+{
+    boost::asio::steady_timer t(co_await boost::asio::this_coro::executor, d);
+    co_await t.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+}
 
 /// How many running nodes hold `key` with value `token`.
 inline std::size_t nodes_holding(const cluster& nodes, const std::string& key, const std::string& token)

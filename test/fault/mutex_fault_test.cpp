@@ -18,33 +18,13 @@ using namespace std::chrono_literals;
 using redlock::error;
 using redlock::error_code;
 using redlock::test::cluster;
+using redlock::test::configs;
 using redlock::test::nodes_holding;
 using redlock::test::run_coro;
+using redlock::test::sleep_for;
 using redlock::test::soon_holding;
 using steady = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
-namespace {
-std::vector<redlock::node_config> configs(const cluster& nodes)
-{
-    std::vector<redlock::node_config> out;
-    for (auto& url : nodes.urls()) {
-        auto c = redlock::parse_url(url);
-        c.connect_timeout = 300ms;
-        c.reconnect_min_delay = 20ms;
-        c.reconnect_max_delay = 200ms;
-        out.push_back(c);
-    }
-    return out;
-}
-
-asio::awaitable<void> sleep_for(std::chrono::milliseconds d)
-{
-    asio::steady_timer t(co_await asio::this_coro::executor, d);
-    co_await t.async_wait(use_tuple);
-}
-
-}  // namespace
 
 BOOST_AUTO_TEST_CASE(two_of_five_nodes_down_still_grant)
 {

@@ -20,27 +20,13 @@ using namespace std::chrono_literals;
 using redlock::error;
 using redlock::error_code;
 using redlock::test::cluster;
+using redlock::test::configs;
 using redlock::test::nodes_holding;
 using redlock::test::run_coro;
+using redlock::test::sleep_for;
 using redlock::test::soon_holding;
 using steady = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
-namespace {
-std::vector<redlock::node_config> configs(const cluster& nodes)
-{
-    std::vector<redlock::node_config> out;
-    for (auto& url : nodes.urls()) out.push_back(redlock::parse_url(url));
-    return out;
-}
-
-asio::awaitable<void> sleep_for(std::chrono::milliseconds d)
-{
-    asio::steady_timer t(co_await asio::this_coro::executor, d);
-    co_await t.async_wait(use_tuple);
-}
-
-}  // namespace
 
 BOOST_DATA_TEST_CASE(acquire_extend_release, data::make({1, 3, 5}), n)
 {

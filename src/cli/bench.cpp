@@ -1,0 +1,244 @@
+// `redlock bench`: lock latency and throughput against a deployment, with one client (one connection per
+// node) per simulated worker, as separate processes would have.
+#include "bench_stats.hpp"
+#include "commands.hpp"
+#include "duration.hpp"
+#include "exit_codes.hpp"
+#include "signals.hpp"
+
+#include <redlock/client.hpp>
+#include <redlock/mutex.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <random>
+
+namespace redlock::cli {
+namespace {
+
+namespace asio = boost::asio;
+using clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+std::int64_t micros(clock::duration d)
+{
+    return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+}
+
+std::string run_id()
+{
+    std::random_device rd;
+    char buffer[17];
+    std::snprintf(buffer, sizeof buffer, "%08x%08x", rd(), rd());
+    return buffer;
+}
+
+class bench_run {
+public:
+    bench_run(asio::io_context& ctx, const bench_options& o) : ctx_(ctx), o_(o), report_(o.output), signals_(ctx)
+    {
+        for (int signo : {SIGINT, SIGTERM, SIGHUP})
+            if (!signal_ignored(signo)) signals_.add(signo);
+        for (int i = 0; i < o.clients; ++i) {
+            clients_.push_back(std::make_unique<client>(ctx.get_executor(), o.nodes));
+            cancels_.push_back(std::make_unique<asio::cancellation_signal>());
+        }
+        result_.scenario = contended() ? "contended" : "uncontended";
+        result_.nodes = o.nodes.size();
+        result_.clients = o.clients;
+        result_.has_handoff = contended();
+    }
+
+    asio::awaitable<int> run();
+
+private:
+    struct grant {
+        int holder;
+        clock::time_point acquired;
+        std::optional<clock::time_point> released;
+    };
+
+    bool contended() const noexcept { return o_.kind == bench_options::scenario::contended; }
+    asio::awaitable<void> worker(int index);
+    asio::awaitable<void> pause(milliseconds d);
+    void count_error(const error_code& ec, std::string_view what, const diagnostics* diag);
+    void stop_early(int signo);
+    void finish();
+
+    asio::io_context& ctx_;
+    const bench_options& o_;
+    reporter report_;
+    asio::signal_set signals_;
+    std::vector<std::unique_ptr<client>> clients_;
+    std::vector<std::unique_ptr<asio::cancellation_signal>> cancels_;
+    const std::string prefix_ = "redlock-bench:" + run_id();
+    clock::time_point end_{};
+    bool stopping_ = false;
+    int interrupted_ = 0;
+    int active_ = 0;
+    std::unique_ptr<asio::steady_timer> all_done_;
+    std::vector<grant> grants_;
+    std::string first_error_;
+    bench_result result_;
+};
+
+void bench_run::count_error(const error_code& ec, std::string_view what, const diagnostics* diag)
+{
+    ++result_.errors;
+    if (!first_error_.empty()) return;
+    first_error_ = std::string(what) + ": " + ec.message();
+    if (diag && !diag->message().empty()) first_error_ += ": " + std::string(diag->message());
+}
+
+void bench_run::stop_early(int signo)
+{
+    interrupted_ = signo;
+    stopping_ = true;
+    end_ = clock::now();
+    for (auto& c : cancels_) c->emit(asio::cancellation_type::terminal);
+}
+
+asio::awaitable<void> bench_run::pause(milliseconds d)
+{
+    asio::steady_timer t(ctx_, d);
+    co_await t.async_wait(use_tuple);
+}
+
+asio::awaitable<void> bench_run::worker(int index)
+{
+    auto& c = *clients_[static_cast<std::size_t>(index)];
+    auto& cancel = *cancels_[static_cast<std::size_t>(index)];
+    const std::string key = contended() ? prefix_ : prefix_ + ":" + std::to_string(index);
+    diagnostics diag;
+    while (!stopping_ && clock::now() < end_) {
+        lock_options lo;
+        lo.ttl = o_.ttl;
+        // Uncontended: one attempt, so the latency is the protocol's alone. Contended: wait for our turn,
+        // but not past the end of the run.
+        lo.wait = contended() ? std::max(milliseconds(0), std::chrono::ceil<milliseconds>(end_ - clock::now()))
+                              : milliseconds(0);
+        mutex m(c, key, lo);
+        const auto t0 = clock::now();
+        auto [ec, held] = co_await m.async_lock(diag, asio::bind_cancellation_slot(cancel.slot(), use_tuple));
+        const auto t1 = clock::now();
+        if (ec) {
+            // The run ended while we waited (a contended wait lasts until the end): not an error.
+            if (stopping_ || t1 >= end_ || (contended() && ec == error::not_acquired)) break;
+            count_error(ec, "lock", &diag);
+            co_await pause(milliseconds(10));  // no hot loop against a failing node
+            continue;
+        }
+        result_.acquire_us.push_back(micros(t1 - t0));
+        std::size_t slot = grants_.size();
+        if (contended()) {
+            grants_.push_back({index, t1, std::nullopt});
+            co_await pause(milliseconds(1));  // the holder's work
+        }
+        auto [rec] = co_await held.async_release(use_tuple);
+        if (rec) {
+            count_error(rec, "release", nullptr);
+            continue;
+        }
+        if (contended()) grants_[slot].released = clock::now();
+        ++result_.ops;
+    }
+    if (--active_ == 0) all_done_->cancel();
+}
+
+asio::awaitable<int> bench_run::run()
+{
+    signals_.async_wait([this](error_code ec, int signo) {
+        if (!ec) stop_early(signo);
+    });
+    // The clients started connecting when they were made: this waits for the slowest first attempt.
+    for (auto& c : clients_) {
+        diagnostics diag;
+        auto [ec] = co_await c->async_connect(diag, use_tuple);
+        if (interrupted_ != 0) {
+            report_.error("bench: interrupted by " + signal_name(interrupted_));
+            finish();
+            co_return exit_code::signal_base + interrupted_;
+        }
+        if (ec) {
+            report_.error("bench: cannot reach a quorum of the nodes: " + std::string(diag.message()));
+            report_.error_lines(describe_nodes(diag.nodes()));
+            finish();
+            co_return exit_code::unavailable;
+        }
+    }
+    report_.detail("bench: " + result_.scenario + ", " + std::to_string(o_.nodes.size()) + " node(s), " +
+                   std::to_string(o_.clients) + " client(s), " + format_duration(o_.duration) + ", keys " + prefix_ +
+                   (contended() ? "" : ":N"));
+
+    const auto start = clock::now();
+    end_ = start + o_.duration;
+    all_done_ = std::make_unique<asio::steady_timer>(ctx_, clock::time_point::max());
+    active_ = o_.clients;
+    for (int i = 0; i < o_.clients; ++i) asio::co_spawn(ctx_, worker(i), asio::detached);
+    while (active_ > 0) co_await all_done_->async_wait(use_tuple);
+    result_.seconds = std::chrono::duration<double>(clock::now() - start).count();
+
+    // Grants come in lock order (one holder at a time): the gap is from grant k's release to grant k+1, when
+    // the lock passed to another client (a holder taking it straight back hands nothing off).
+    for (std::size_t k = 1; k < grants_.size(); ++k) {
+        if (!grants_[k - 1].released || grants_[k - 1].holder == grants_[k].holder) continue;
+        result_.handoff_us.push_back(std::max<std::int64_t>(0, micros(grants_[k].acquired - *grants_[k - 1].released)));
+    }
+    result_.grants = grants_.size();
+    write_stdout(o_.json ? to_json(result_) : to_table(result_));
+    if (result_.errors > 0)
+        report_.note("bench: " + std::to_string(result_.errors) + " errors; first: " + first_error_);
+    finish();
+    if (interrupted_ != 0) {
+        report_.error("bench: interrupted by " + signal_name(interrupted_) + "; the figures cover the run until then");
+        co_return exit_code::signal_base + interrupted_;
+    }
+    co_return exit_code::ok;
+}
+
+void bench_run::finish()
+{
+    signals_.cancel();
+    for (auto& c : clients_) c->close();
+}
+
+}  // namespace
+
+int run_bench(const bench_options& o)
+{
+    asio::io_context ctx(1);
+    int code = exit_code::lost;
+    bench_run bench(ctx, o);
+    asio::co_spawn(ctx, bench.run(), [&](std::exception_ptr e, int result) {
+        code = result;
+        if (e) {
+            code = exit_code::lost;
+            try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& x) {
+                write_stderr(std::string("redlock: bench: internal error: ") + x.what() + "\n");
+            } catch (...) {
+                write_stderr("redlock: bench: internal error\n");
+            }
+        }
+        ctx.stop();
+    });
+    ctx.run();
+    return code;
+}
+
+}  // namespace redlock::cli

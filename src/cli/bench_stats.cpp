@@ -1,0 +1,93 @@
+#include "bench_stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace redlock::cli {
+namespace {
+
+std::string number_or_null(std::optional<std::int64_t> v)
+{
+    return v ? std::to_string(*v) : "null";
+}
+
+std::string number_or_dash(std::optional<std::int64_t> v)
+{
+    return v ? std::to_string(*v) : "-";
+}
+
+double ops_per_sec(const bench_result& r)
+{
+    return r.seconds > 0 ? static_cast<double>(r.ops) / r.seconds : 0.0;
+}
+
+std::string fixed(double v, int decimals)
+{
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, v);
+    return buffer;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> percentile(std::vector<std::int64_t>& samples, double p)
+{
+    if (samples.empty()) return std::nullopt;
+    std::sort(samples.begin(), samples.end());
+    auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(samples.size())));
+    rank = std::clamp<std::size_t>(rank, 1, samples.size());
+    return samples[rank - 1];
+}
+
+std::string to_json(bench_result r)
+{
+    std::string out = "{";
+    out += "\"scenario\":\"" + r.scenario + "\"";
+    out += ",\"nodes\":" + std::to_string(r.nodes);
+    out += ",\"clients\":" + std::to_string(r.clients);
+    out += ",\"ops\":" + std::to_string(r.ops);
+    out += ",\"ops_per_sec\":" + fixed(ops_per_sec(r), 1);
+    out += ",\"acquire_us\":{\"p50\":" + number_or_null(percentile(r.acquire_us, 50)) +
+           ",\"p90\":" + number_or_null(percentile(r.acquire_us, 90)) +
+           ",\"p99\":" + number_or_null(percentile(r.acquire_us, 99)) +
+           ",\"max\":" + number_or_null(percentile(r.acquire_us, 100)) + "}";
+    out += ",\"handoff_us\":{\"p50\":" + number_or_null(percentile(r.handoff_us, 50)) +
+           ",\"p99\":" + number_or_null(percentile(r.handoff_us, 99)) + "}";
+    out += ",\"errors\":" + std::to_string(r.errors);
+    out += "}\n";
+    return out;
+}
+
+std::string to_table(bench_result r)
+{
+    std::string out;
+    out += "scenario     " + r.scenario + "\n";
+    out += "nodes        " + std::to_string(r.nodes) + "\n";
+    out += "clients      " + std::to_string(r.clients) + "\n";
+    out += "duration     " + fixed(r.seconds, 2) + " s\n";
+    out += "operations   " + std::to_string(r.ops) + " (lock + release)\n";
+    out += "ops/s        " + fixed(ops_per_sec(r), 1) + "\n";
+    out += "errors       " + std::to_string(r.errors) + "\n";
+    if (r.has_handoff) {
+        out += "handoffs     " + std::to_string(r.handoff_us.size()) + " of " + std::to_string(r.grants) +
+               " grants went to another client than the one that released\n";
+    }
+    char line[256];
+    std::snprintf(line, sizeof line, "%-12s %10s %10s %10s %10s\n", "latency us", "p50", "p90", "p99", "max");
+    out += line;
+    std::snprintf(
+        line, sizeof line, "%-12s %10s %10s %10s %10s\n", "acquire",
+        number_or_dash(percentile(r.acquire_us, 50)).c_str(), number_or_dash(percentile(r.acquire_us, 90)).c_str(),
+        number_or_dash(percentile(r.acquire_us, 99)).c_str(), number_or_dash(percentile(r.acquire_us, 100)).c_str());
+    out += line;
+    if (r.has_handoff) {
+        std::snprintf(line, sizeof line, "%-12s %10s %10s %10s %10s\n", "handoff",
+                      number_or_dash(percentile(r.handoff_us, 50)).c_str(), "",
+                      number_or_dash(percentile(r.handoff_us, 99)).c_str(), "");
+        out += line;
+    }
+    return out;
+}
+
+}  // namespace redlock::cli

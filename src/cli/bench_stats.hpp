@@ -1,0 +1,32 @@
+// What `redlock bench` measured, its percentiles, and its two renderings (table and JSON).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace redlock::cli {
+
+// Nearest-rank percentile (p in (0, 100]) of the samples; nullopt when there are none. Sorts `samples`.
+std::optional<std::int64_t> percentile(std::vector<std::int64_t>& samples, double p);
+
+struct bench_result {
+    std::string scenario;
+    std::size_t nodes = 0;
+    int clients = 0;
+    std::uint64_t ops = 0;
+    double seconds = 0;  // measured run time
+    std::uint64_t errors = 0;
+    std::vector<std::int64_t> acquire_us;  // async_lock start to lease, per successful acquire
+    std::vector<std::int64_t> handoff_us;  // contended: a release completing to another client's acquire completing
+    bool has_handoff = false;
+    std::uint64_t grants = 0;  // contended: successful acquires (handoff_us.size() of them went to another client)
+};
+
+// Exactly the keys scenario, nodes, clients, ops, ops_per_sec, acquire_us {p50,p90,p99,max},
+// handoff_us {p50,p99}, errors; a percentile without samples (handoff when uncontended) is null.
+std::string to_json(bench_result r);
+std::string to_table(bench_result r);
+
+}  // namespace redlock::cli

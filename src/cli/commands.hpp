@@ -1,0 +1,12 @@
+// The subcommands: each runs to completion and returns the process's exit code.
+#pragma once
+
+#include "options.hpp"
+
+namespace redlock::cli {
+
+int run_exec(const exec_options& options);
+int run_status(const status_options& options);
+int run_bench(const bench_options& options);
+
+}  // namespace redlock::cli

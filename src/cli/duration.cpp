@@ -1,0 +1,44 @@
+#include "duration.hpp"
+
+#include <charconv>
+#include <cstdint>
+#include <limits>
+
+namespace redlock::cli {
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text)
+{
+    std::int64_t number = 0;
+    const char* first = text.data();
+    const char* last = text.data() + text.size();
+    // from_chars accepts a leading '-': refuse it here, a negative duration is never meant.
+    if (text.empty() || text.front() < '0' || text.front() > '9') return std::nullopt;
+    auto [end, ec] = std::from_chars(first, last, number);
+    if (ec != std::errc{}) return std::nullopt;
+    const std::string_view unit(end, static_cast<std::size_t>(last - end));
+    std::int64_t scale = 0;
+    if (unit.empty() || unit == "ms")
+        scale = 1;
+    else if (unit == "s")
+        scale = 1000;
+    else if (unit == "m")
+        scale = 60'000;
+    else if (unit == "h")
+        scale = 3'600'000;
+    else
+        return std::nullopt;
+    // Keep far below milliseconds::max(): it is lock_options::wait_forever, and deadlines add to now().
+    constexpr std::int64_t limit = std::int64_t{1} << 50;
+    if (number > limit / scale) return std::nullopt;
+    return std::chrono::milliseconds(number * scale);
+}
+
+std::string format_duration(std::chrono::milliseconds d)
+{
+    const auto n = d.count();
+    if (n != 0 && n % 60'000 == 0) return std::to_string(n / 60'000) + "m";
+    if (n != 0 && n % 1000 == 0) return std::to_string(n / 1000) + "s";
+    return std::to_string(n) + "ms";
+}
+
+}  // namespace redlock::cli

@@ -1,0 +1,357 @@
+#include "duration.hpp"
+#include "options.hpp"
+#include "signals.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <csignal>
+#include <cstdlib>
+#include <tuple>
+
+namespace redlock::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr const char* default_node = "redis://127.0.0.1:6379";
+
+// Smaller is meaningless over a network, and the library's drift allowance alone is 2 ms + 1%.
+constexpr ms min_ttl{10};
+
+const char* exec_help = R"(usage: redlock exec [options] -- COMMAND [ARG...]
+
+Runs COMMAND while holding a distributed lock on a quorum of Redis nodes, and releases the lock when
+COMMAND exits, whatever its exit code.
+
+options:
+  --nodes URL[,URL...]   Redis nodes (redis://, rediss://, unix://); default from $REDLOCK_NODES, else
+                         redis://127.0.0.1:6379
+  --key NAME             lock name (required, non-empty)
+  --ttl DURATION         lease TTL, default 10s (DURATION: 250ms, 10s, 2m, or plain milliseconds)
+  --wait DURATION        how long to wait for the lock; default: wait forever; 0: one attempt
+  --limit N              semaphore mode (N > 1 comes in a later release; only 1, a mutex, for now)
+  --fair                 FIFO order among waiters (comes in a later release)
+  --fencing              obtain a fencing token (comes in a later release)
+  --no-watchdog          do not extend the lease; COMMAND is stopped when the TTL runs out
+  --kill-signal SIG      signal sent to COMMAND when the lease is lost (default TERM), then KILL after
+  --kill-grace DURATION  (default 5s)
+  -v, --verbose          per-node outcomes and timings on stderr
+  -q, --quiet            nothing but errors on stderr
+  -h, --help             this text
+
+COMMAND gets REDLOCK_KEY and REDLOCK_TOKEN (the lease token) in its environment; INT, TERM and HUP sent
+to redlock are forwarded to it.
+
+exit codes: COMMAND's own (128+N if it died by signal N) when the lease held to the end; 64 usage error;
+69 no quorum of nodes reachable until --wait ran out; 70 lease lost while COMMAND ran (COMMAND was
+stopped); 75 the lock stayed held by others until --wait ran out; 126/127 COMMAND could not be run.
+)";
+
+const char* status_help = R"(usage: redlock status [--nodes URL[,URL...]] --key NAME [-v]
+
+Shows, per node, whether it is reachable, who holds the lock (the token stored in the key) and its
+remaining TTL, then whether a quorum agrees on one holder.
+
+exit codes: 0 when a quorum of nodes is reachable (all of them, or a note says which are not);
+69 when fewer than a quorum are reachable; 64 usage error.
+)";
+
+const char* bench_help = R"(usage: redlock bench [--nodes URL[,URL...]] [--scenario uncontended|contended] [--clients C]
+                     [--duration D] [--ttl T] [--json]
+
+Measures lock latency and throughput against the nodes.
+  uncontended  C clients, each locking and releasing its own key in a loop (default)
+  contended    C clients on one key, each holding it about 1 ms; also measures the handoff gap (from one
+               release completing to the next acquire completing)
+options: --clients C (default 4), --duration D (default 5s), --ttl T (default 10s), --json (one JSON
+object on stdout instead of the table), -v.
+
+exit codes: 0 after the run; 69 when a quorum of nodes is not reachable at the start; 64 usage error.
+)";
+
+const char* general_help = R"(usage: redlock <command> [options]
+
+commands:
+  exec [options] -- COMMAND [ARG...]   run COMMAND under a distributed lock
+  status --key NAME                    who holds a lock, remaining TTL per node
+  bench [--scenario ...]               lock latency and throughput of a deployment
+  help                                 this text
+
+'redlock <command> --help' describes each command. Nodes come from --nodes URL[,URL...], else
+$REDLOCK_NODES, else redis://127.0.0.1:6379.
+)";
+
+constexpr auto parser_style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+
+// Parses `args` against `desc`; positional arguments are refused (exec takes its command after "--").
+po::variables_map parse_into(const po::options_description& desc, const std::vector<std::string>& args,
+                             const std::string& command)
+{
+    po::options_description all;
+    all.add(desc);
+    all.add_options()("_positional", po::value<std::vector<std::string>>());
+    po::positional_options_description positional;
+    positional.add("_positional", -1);
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(args).options(all).positional(positional).style(parser_style).run(), vm);
+        po::notify(vm);
+    } catch (const po::error& e) {
+        throw usage_error(e.what(), command);
+    }
+    if (vm.count("_positional")) {
+        const auto& extra = vm["_positional"].as<std::vector<std::string>>();
+        if (command == "exec")
+            throw usage_error("unexpected argument '" + extra.front() +
+                                  "': put the command after '--', as in: redlock exec --key NAME -- COMMAND [ARG...]",
+                              command);
+        throw usage_error("unexpected argument '" + extra.front() + "'", command);
+    }
+    return vm;
+}
+
+std::optional<std::string> string_flag(const po::variables_map& vm, const char* name)
+{
+    if (!vm.count(name)) return std::nullopt;
+    return vm[name].as<std::string>();
+}
+
+ms duration_flag(const po::variables_map& vm, const char* name, ms fallback, const std::string& command)
+{
+    auto text = string_flag(vm, name);
+    if (!text) return fallback;
+    auto d = parse_duration(*text);
+    if (!d) {
+        throw usage_error(std::string("--") + name + ": '" + *text +
+                              "' is not a duration (use 250ms, 10s, 2m, or plain milliseconds)",
+                          command);
+    }
+    return *d;
+}
+
+int positive_int_flag(const po::variables_map& vm, const char* name, int fallback, const std::string& command)
+{
+    auto text = string_flag(vm, name);
+    if (!text) return fallback;
+    int n = 0;
+    auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
+    if (text->empty() || ec != std::errc{} || end != text->data() + text->size() || n < 1)
+        throw usage_error(std::string("--") + name + ": '" + *text + "' is not a positive integer", command);
+    return n;
+}
+
+std::string key_flag(const po::variables_map& vm, const std::string& command)
+{
+    auto key = string_flag(vm, "key");
+    if (!key) throw usage_error("--key NAME is required", command);
+    if (key->empty()) throw usage_error("--key must not be empty", command);
+    return *key;
+}
+
+ms ttl_flag(const po::variables_map& vm, ms fallback, const std::string& command)
+{
+    const ms ttl = duration_flag(vm, "ttl", fallback, command);
+    if (ttl <= ms(0)) throw usage_error("--ttl must be positive", command);
+    if (ttl < min_ttl) throw usage_error("--ttl must be at least " + format_duration(min_ttl), command);
+    return ttl;
+}
+
+verbosity verbosity_flags(const po::variables_map& vm, const std::string& command)
+{
+    const bool verbose = vm["verbose"].as<bool>();
+    const bool quiet = vm["quiet"].as<bool>();
+    if (verbose && quiet) throw usage_error("-v and -q contradict each other", command);
+    return verbose ? verbosity::verbose : quiet ? verbosity::quiet : verbosity::normal;
+}
+
+std::vector<std::string> nodes_flag(const po::variables_map& vm)
+{
+    if (!vm.count("nodes")) return {};
+    return vm["nodes"].as<std::vector<std::string>>();
+}
+
+void add_common(po::options_description& desc)
+{
+    desc.add_options()("help,h", po::bool_switch())("nodes", po::value<std::vector<std::string>>()->composing())(
+        "verbose,v", po::bool_switch())("quiet,q", po::bool_switch());
+}
+
+std::vector<std::string> split_urls(const std::string& list)
+{
+    std::vector<std::string> out;
+    std::string current;
+    for (char c : list) {
+        if (c == ',' || std::isspace(static_cast<unsigned char>(c))) {
+            if (!current.empty()) out.push_back(std::move(current));
+            current.clear();
+        } else {
+            current += c;
+        }
+    }
+    if (!current.empty()) out.push_back(std::move(current));
+    return out;
+}
+
+}  // namespace
+
+std::string general_usage()
+{
+    return general_help;
+}
+
+std::vector<node_config> parse_nodes(const std::vector<std::string>& flag_values, const std::string& command)
+{
+    std::vector<std::string> urls;
+    std::string source = "--nodes";
+    if (!flag_values.empty()) {
+        for (const auto& v : flag_values)
+            for (auto& u : split_urls(v)) urls.push_back(std::move(u));
+        if (urls.empty()) throw usage_error("--nodes is empty: give at least one node URL", command);
+    } else if (const char* env = std::getenv("REDLOCK_NODES"); env != nullptr && *env != '\0') {
+        urls = split_urls(env);
+        source = "$REDLOCK_NODES";
+        if (urls.empty()) throw usage_error("$REDLOCK_NODES holds no node URL", command);
+    } else {
+        urls.push_back(default_node);
+    }
+
+    std::vector<node_config> nodes;
+    for (const auto& url : urls) {
+        diagnostics diag;
+        auto parsed = parse_url(url, diag);
+        if (!parsed) {
+            std::string why(diag.message());
+            if (why.empty()) why = "invalid node URL '" + url + "'";
+            throw usage_error("bad node URL in " + source + ": " + why, command);
+        }
+        if (parsed->client_name.empty()) parsed->client_name = "redlock-cli";  // to find us in CLIENT LIST
+        nodes.push_back(std::move(*parsed));
+    }
+    // The same node twice would vote twice: a "quorum" of 3 on 2 real nodes.
+    auto identity = [](const node_config& n) {
+        std::string host = n.host;
+        std::transform(host.begin(), host.end(), host.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        return std::tuple(host, n.port, n.path, n.db);
+    };
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            if (identity(nodes[i]) == identity(nodes[j]))
+                throw usage_error("node " + nodes[i].to_string() + " is listed twice in " + source +
+                                      ": each node must be an independent Redis master",
+                                  command);
+    return nodes;
+}
+
+std::optional<exec_options> parse_exec(const std::vector<std::string>& args)
+{
+    const std::string command = "exec";
+    // Everything after the first "--" is the command, untouched (its flags are not ours).
+    auto separator = std::find(args.begin(), args.end(), "--");
+    const std::vector<std::string> ours(args.begin(), separator);
+
+    po::options_description desc;
+    add_common(desc);
+    desc.add_options()("key", po::value<std::string>())("ttl", po::value<std::string>())(
+        "wait", po::value<std::string>())("limit", po::value<std::string>())("fair", po::bool_switch())(
+        "fencing", po::bool_switch())("no-watchdog", po::bool_switch())("kill-signal", po::value<std::string>())(
+        "kill-grace", po::value<std::string>());
+    auto vm = parse_into(desc, ours, command);
+    if (vm["help"].as<bool>()) {
+        write_stdout(exec_help);
+        return std::nullopt;
+    }
+
+    exec_options o;
+    // The modes that are not there yet come first: a clear "not yet" beats a complaint about another flag.
+    if (positive_int_flag(vm, "limit", 1, command) > 1)
+        throw usage_error(
+            "--limit N > 1 (semaphore mode) is not supported yet: semaphores come in a later release; "
+            "use --limit 1 (a mutex) or leave it out",
+            command);
+    if (vm["fair"].as<bool>())
+        throw usage_error(
+            "--fair (FIFO order among waiters) is not supported yet: it comes in a later release with "
+            "semaphores and the fair lock",
+            command);
+    if (vm["fencing"].as<bool>())
+        throw usage_error("--fencing is not supported yet: fencing tokens come in a later release", command);
+
+    o.output = verbosity_flags(vm, command);
+    o.key = key_flag(vm, command);
+    o.ttl = ttl_flag(vm, o.ttl, command);
+    if (vm.count("wait")) o.wait = duration_flag(vm, "wait", ms(0), command);
+    o.watchdog = !vm["no-watchdog"].as<bool>();
+    o.kill_signal = SIGTERM;
+    if (auto sig = string_flag(vm, "kill-signal")) {
+        auto n = parse_signal(*sig);
+        if (!n)
+            throw usage_error("--kill-signal: '" + *sig + "' is not a signal (use a name like TERM or a number)",
+                              command);
+        o.kill_signal = *n;
+    }
+    o.kill_grace = duration_flag(vm, "kill-grace", o.kill_grace, command);
+
+    if (separator == args.end())
+        throw usage_error("no command: put it after '--', as in: redlock exec --key NAME -- COMMAND [ARG...]", command);
+    o.command.assign(separator + 1, args.end());
+    if (o.command.empty()) throw usage_error("no command after '--'", command);
+    if (o.command.front().empty()) throw usage_error("the command name is empty", command);
+    o.nodes = parse_nodes(nodes_flag(vm), command);
+    return o;
+}
+
+std::optional<status_options> parse_status(const std::vector<std::string>& args)
+{
+    const std::string command = "status";
+    po::options_description desc;
+    add_common(desc);
+    desc.add_options()("key", po::value<std::string>());
+    auto vm = parse_into(desc, args, command);
+    if (vm["help"].as<bool>()) {
+        write_stdout(status_help);
+        return std::nullopt;
+    }
+    status_options o;
+    o.output = verbosity_flags(vm, command);
+    o.key = key_flag(vm, command);
+    o.nodes = parse_nodes(nodes_flag(vm), command);
+    return o;
+}
+
+std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
+{
+    const std::string command = "bench";
+    po::options_description desc;
+    add_common(desc);
+    desc.add_options()("scenario", po::value<std::string>())("clients", po::value<std::string>())(
+        "duration", po::value<std::string>())("ttl", po::value<std::string>())("json", po::bool_switch());
+    auto vm = parse_into(desc, args, command);
+    if (vm["help"].as<bool>()) {
+        write_stdout(bench_help);
+        return std::nullopt;
+    }
+    bench_options o;
+    o.output = verbosity_flags(vm, command);
+    if (auto s = string_flag(vm, "scenario")) {
+        if (*s == "uncontended")
+            o.kind = bench_options::scenario::uncontended;
+        else if (*s == "contended")
+            o.kind = bench_options::scenario::contended;
+        else
+            throw usage_error("--scenario: '" + *s + "' is not a scenario (uncontended or contended)", command);
+    }
+    o.clients = positive_int_flag(vm, "clients", o.clients, command);
+    if (o.clients > 1024) throw usage_error("--clients: at most 1024", command);
+    o.duration = duration_flag(vm, "duration", o.duration, command);
+    if (o.duration <= ms(0)) throw usage_error("--duration must be positive", command);
+    o.ttl = ttl_flag(vm, o.ttl, command);
+    o.json = vm["json"].as<bool>();
+    o.nodes = parse_nodes(nodes_flag(vm), command);
+    return o;
+}
+
+}  // namespace redlock::cli

@@ -1,0 +1,72 @@
+// Command lines of `redlock exec`, `status` and `bench`, checked completely before any I/O.
+#pragma once
+
+#include "output.hpp"
+
+#include <redlock/node_config.hpp>
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace redlock::cli {
+
+using ms = std::chrono::milliseconds;
+
+// A bad command line: exit 64 with this text. `command` names the subcommand for the "--help" hint.
+class usage_error : public std::runtime_error {
+public:
+    usage_error(const std::string& what, std::string command = {})
+        : std::runtime_error(what), command_(std::move(command))
+    {}
+    const std::string& command() const noexcept { return command_; }
+
+private:
+    std::string command_;
+};
+
+struct exec_options {
+    std::vector<node_config> nodes;
+    std::string key;
+    ms ttl{10'000};
+    std::optional<ms> wait;  // nullopt: wait forever
+    bool watchdog = true;
+    int kill_signal = 0;  // set by the parser (SIGTERM by default)
+    ms kill_grace{5'000};
+    verbosity output = verbosity::normal;
+    std::vector<std::string> command;
+};
+
+struct status_options {
+    std::vector<node_config> nodes;
+    std::string key;
+    verbosity output = verbosity::normal;
+};
+
+struct bench_options {
+    enum class scenario { uncontended, contended };
+    std::vector<node_config> nodes;
+    scenario kind = scenario::uncontended;
+    int clients = 4;
+    ms duration{5'000};
+    ms ttl{10'000};
+    bool json = false;
+    verbosity output = verbosity::normal;
+};
+
+// Each returns nullopt after printing the help text (--help); throws usage_error on a bad command line.
+// `args` are the arguments after the subcommand's name.
+std::optional<exec_options> parse_exec(const std::vector<std::string>& args);
+std::optional<status_options> parse_status(const std::vector<std::string>& args);
+std::optional<bench_options> parse_bench(const std::vector<std::string>& args);
+
+// The node list: --nodes values (comma or space separated, repeatable), else $REDLOCK_NODES, else
+// redis://127.0.0.1:6379. Throws usage_error for a malformed URL or a node listed twice.
+std::vector<node_config> parse_nodes(const std::vector<std::string>& flag_values, const std::string& command);
+
+// The overview printed by `redlock help` and on a missing subcommand.
+std::string general_usage();
+
+}  // namespace redlock::cli

@@ -1,0 +1,171 @@
+// `redlock exec` when the lease is lost while the command runs: nodes killed under the watchdog, the TTL
+// running out without it, a command that ignores the kill signal.
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <common/redis_node.hpp>
+#include <common/run_coro.hpp>
+#include <common/subprocess.hpp>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using namespace redlock::test;
+using std::chrono::steady_clock;
+
+namespace {
+
+long long elapsed_ms(steady_clock::time_point since)
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(steady_clock::now() - since).count();
+}
+
+std::string join(const std::vector<std::string>& urls)
+{
+    std::string out;
+    for (const auto& u : urls) out += (out.empty() ? "" : ",") + u;
+    return out;
+}
+
+std::string read_file(const std::string& path)
+{
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+int decode(int status)
+{
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// A `redlock exec` process whose output lands in a temp file; stopped (and reaped) at the end of the test.
+class cli_process {
+public:
+    explicit cli_process(std::vector<std::string> args) : dir_(make_temp_dir("redlock-cli-fault-"))
+    {
+        args.insert(args.begin(), REDLOCK_CLI_PATH);
+        pid_ = spawn_process({.args = args, .env = environment_with({}), .output_file = output_path()});
+    }
+    ~cli_process()
+    {
+        if (!reaped_) stop_process(pid_, 2s);
+        std::filesystem::remove_all(dir_);
+    }
+
+    std::string output_path() const { return dir_ + "/out"; }
+    std::string output() const { return read_file(output_path()); }
+
+    // The exit code, or -1 if it is still running after `limit`.
+    int wait(std::chrono::milliseconds limit)
+    {
+        int status = 0;
+        if (!wait_for_exit(pid_, limit, &status)) return -1;
+        reaped_ = true;
+        return decode(status);
+    }
+
+private:
+    std::string dir_;
+    pid_t pid_ = -1;
+    bool reaped_ = false;
+};
+
+std::size_t nodes_with_key(const cluster& nodes, const std::string& key)
+{
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+        if (nodes[i].running() && nodes[i].cli({"EXISTS", key}) == "1") ++n;
+    return n;
+}
+
+bool process_alive(pid_t pid)
+{
+    return ::kill(pid, 0) == 0;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_fault)
+
+BOOST_AUTO_TEST_CASE(killing_3_of_5_nodes_stops_the_command_and_exits_70)
+{
+    cluster nodes(5);
+    cli_process p({"exec", "--nodes", join(nodes.urls()), "--key", "doomed", "--ttl", "1500ms", "--", "sh", "-c",
+                   "echo child=$$; exec sleep 30"});
+    BOOST_REQUIRE(wait_until([&] { return p.output().find("child=") != std::string::npos; }, 10s));
+    const auto text = p.output();
+    const pid_t child = std::stoi(text.substr(text.find("child=") + 6));
+    std::this_thread::sleep_for(600ms);  // a few watchdog extensions in
+    BOOST_TEST(nodes_with_key(nodes, "doomed") == 5u);
+
+    const auto killed_at = steady_clock::now();
+    for (std::size_t i = 0; i < 3; ++i) nodes[i].kill();
+    const int code = p.wait(10s);
+    const auto took = elapsed_ms(killed_at);
+    BOOST_TEST(code == 70, "output: " << p.output());
+    // Lost at the end of the validity (at most the TTL after the last extension), then the command stops at once.
+    BOOST_TEST(took < 6000, "took " << took << " ms");
+    BOOST_TEST(took >= 500, "took " << took << " ms");  // not before the validity could have run out
+    BOOST_TEST(p.output().find("lost the lease on 'doomed'") != std::string::npos, "output: " << p.output());
+    BOOST_TEST(!process_alive(child));
+}
+
+BOOST_AUTO_TEST_CASE(without_the_watchdog_the_command_is_stopped_when_the_ttl_runs_out)
+{
+    cluster nodes(3);
+    const auto start = steady_clock::now();
+    cli_process p({"exec", "--nodes", join(nodes.urls()), "--key", "short", "--ttl", "1000ms", "--no-watchdog", "--",
+                   "sleep", "30"});
+    const int code = p.wait(10s);
+    const auto took = elapsed_ms(start);
+    BOOST_TEST(code == 70, "output: " << p.output());
+    BOOST_TEST((took >= 900 && took < 3000), "took " << took << " ms");
+    BOOST_TEST(p.output().find("--no-watchdog") != std::string::npos, "output: " << p.output());
+}
+
+BOOST_AUTO_TEST_CASE(a_command_that_ignores_the_kill_signal_gets_kill_after_the_grace)
+{
+    cluster nodes(3);
+    const auto start = steady_clock::now();
+    // `trap '' TERM` is inherited by sleep: only SIGKILL ends them.
+    cli_process p({"exec", "--nodes", join(nodes.urls()), "--key", "stubborn", "--ttl", "800ms", "--no-watchdog",
+                   "--kill-grace", "700ms", "--", "sh", "-c", "trap '' TERM; sleep 30; sleep 30"});
+    const int code = p.wait(10s);
+    const auto took = elapsed_ms(start);
+    BOOST_TEST(code == 70, "output: " << p.output());
+    BOOST_TEST((took >= 1400 && took < 4000), "took " << took << " ms");
+    BOOST_TEST(p.output().find("sending SIGKILL") != std::string::npos, "output: " << p.output());
+}
+
+BOOST_AUTO_TEST_CASE(the_kill_signal_is_configurable)
+{
+    cluster nodes(1);
+    cli_process p({"exec", "--nodes", join(nodes.urls()), "--key", "usr1", "--ttl", "500ms", "--no-watchdog",
+                   "--kill-signal", "USR1", "--", "sh", "-c", "trap 'echo got-usr1; exit 0' USR1; sleep 30 & wait"});
+    const int code = p.wait(10s);
+    BOOST_TEST(code == 70);  // the command exited 0, but its lease ended before it did
+    BOOST_TEST(p.output().find("got-usr1") != std::string::npos, "output: " << p.output());
+}
+
+BOOST_AUTO_TEST_CASE(a_paused_minority_does_not_disturb_a_running_command)
+{
+    cluster nodes(5);
+    cli_process p({"exec", "--nodes", join(nodes.urls()), "--key", "steady", "--ttl", "900ms", "--", "sh", "-c",
+                   "sleep 2; exit 5"});
+    BOOST_REQUIRE(wait_until([&] { return nodes_with_key(nodes, "steady") == 5u; }, 10s));
+    nodes[3].pause();
+    nodes[4].kill();
+    const int code = p.wait(10s);
+    nodes[3].resume();
+    BOOST_TEST(code == 5, "output: " << p.output());  // the watchdog kept it on the 3 nodes left
+}
+
+BOOST_AUTO_TEST_SUITE_END()

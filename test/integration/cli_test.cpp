@@ -1,0 +1,453 @@
+// The `redlock` executable as a process: every exit code, the child's environment, release after the child,
+// signal forwarding, status and bench output.
+#include <boost/json/src.hpp>  // header-only Boost.JSON, to parse `bench --json`
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <common/redis_node.hpp>
+#include <common/run_coro.hpp>
+#include <common/subprocess.hpp>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using namespace redlock::test;
+using std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto cli_limit = std::chrono::milliseconds(20'000);
+
+long long elapsed_ms(steady_clock::time_point since)
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(steady_clock::now() - since).count();
+}
+
+std::string join(const std::vector<std::string>& urls)
+{
+    std::string out;
+    for (const auto& u : urls) out += (out.empty() ? "" : ",") + u;
+    return out;
+}
+
+command_result redlock_cli(std::vector<std::string> args, std::chrono::milliseconds limit = cli_limit)
+{
+    args.insert(args.begin(), REDLOCK_CLI_PATH);
+    return run_command(args, limit);
+}
+
+std::string redis_cli_path()
+{
+    return find_executable("redis-cli", "REDLOCK_REDIS_CLI");
+}
+
+std::size_t nodes_with_key(const cluster& nodes, const std::string& key)
+{
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+        if (nodes[i].running() && nodes[i].cli({"EXISTS", key}) == "1") ++n;
+    return n;
+}
+
+std::string read_file(const std::string& path)
+{
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+int decode(int status)
+{
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Ports where nothing listens: connections are refused at once.
+std::string unreachable_nodes(std::size_t n)
+{
+    std::vector<std::string> urls;
+    for (auto port : pick_free_ports(n)) urls.push_back("redis://127.0.0.1:" + std::to_string(port));
+    return join(urls);
+}
+
+bool is_hex_token(const std::string& s)
+{
+    return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cli)
+
+BOOST_AUTO_TEST_CASE(exits_with_the_commands_own_code)
+{
+    cluster nodes(3);
+    const auto urls = join(nodes.urls());
+    BOOST_TEST(redlock_cli({"exec", "--nodes", urls, "--key", "code", "--", "true"}).exit_code == 0);
+    BOOST_TEST(redlock_cli({"exec", "--nodes", urls, "--key", "code", "--", "sh", "-c", "exit 3"}).exit_code == 3);
+    BOOST_TEST(redlock_cli({"exec", "--nodes", urls, "--key", "code", "--", "false"}).exit_code == 1);
+    // Killed by a signal: 128 + its number, as a shell reports it.
+    BOOST_TEST(redlock_cli({"exec", "--nodes", urls, "--key", "code", "--", "sh", "-c", "kill -KILL $$"}).exit_code ==
+               128 + SIGKILL);
+    BOOST_TEST(nodes_with_key(nodes, "code") == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(the_child_sees_the_key_and_the_token_it_holds)
+{
+    cluster nodes(3);
+    const std::string get = redis_cli_path() + " -p " + std::to_string(nodes[1].port()) + " GET \"$REDLOCK_KEY\"";
+    auto r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "env:job", "--", "sh", "-c",
+                          "echo $REDLOCK_KEY $REDLOCK_TOKEN; " + get});
+    BOOST_TEST_INFO("stderr: " << r.err);
+    BOOST_REQUIRE(r.exit_code == 0);
+    std::istringstream out(r.out);
+    std::string key, token, stored;
+    out >> key >> token >> stored;
+    BOOST_TEST(key == "env:job");
+    BOOST_TEST(is_hex_token(token));
+    BOOST_TEST(stored == token);  // the token is the value in the nodes while the child runs
+    BOOST_TEST(nodes_with_key(nodes, "env:job") == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(an_outer_locks_variables_do_not_leak_into_the_child)
+{
+    cluster nodes(1);
+    ::setenv("REDLOCK_FENCING_TOKEN", "999", 1);
+    ::setenv("REDLOCK_TOKEN", "outer", 1);
+    auto r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "inner", "--", "sh", "-c",
+                          "echo ${REDLOCK_FENCING_TOKEN:-none} $REDLOCK_TOKEN"});
+    ::unsetenv("REDLOCK_FENCING_TOKEN");
+    ::unsetenv("REDLOCK_TOKEN");
+    BOOST_REQUIRE(r.exit_code == 0);
+    std::istringstream out(r.out);
+    std::string fencing, token;
+    out >> fencing >> token;
+    BOOST_TEST(fencing == "none");
+    BOOST_TEST(is_hex_token(token));
+}
+
+BOOST_AUTO_TEST_CASE(the_lease_is_released_when_the_child_exits_whatever_its_code)
+{
+    cluster nodes(3);
+    for (const char* code : {"0", "7"}) {
+        auto r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "released", "--ttl", "30s", "--", "sh",
+                              "-c", std::string("exit ") + code});
+        BOOST_TEST(r.exit_code == std::atoi(code));
+        BOOST_TEST(nodes_with_key(nodes, "released") == 0u);  // not left to expire after 30 s
+    }
+    // And the next holder gets it at once.
+    const auto start = steady_clock::now();
+    BOOST_TEST(redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "released", "--wait", "0", "--", "true"})
+                   .exit_code == 0);
+    BOOST_TEST(elapsed_ms(start) < 2000);
+}
+
+BOOST_AUTO_TEST_CASE(nodes_come_from_the_environment_when_not_given)
+{
+    cluster nodes(3);
+    ::setenv("REDLOCK_NODES", join(nodes.urls()).c_str(), 1);
+    const std::string get = redis_cli_path() + " -p " + std::to_string(nodes[2].port()) + " GET \"$REDLOCK_KEY\"";
+    auto r = redlock_cli({"exec", "--key", "from-env", "--", "sh", "-c", get});
+    ::unsetenv("REDLOCK_NODES");
+    BOOST_TEST_INFO("stderr: " << r.err);
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(is_hex_token(r.out.substr(0, r.out.find('\n'))));
+}
+
+BOOST_AUTO_TEST_CASE(usage_errors_exit_64_with_a_message_before_any_io)
+{
+    // Nothing listens there: a usage error must be found before trying.
+    const auto nowhere = unreachable_nodes(3);
+    struct usage_case {
+        std::vector<std::string> args;
+        std::string says;
+    };
+    const std::vector<usage_case> cases = {
+        {{}, "no command"},
+        {{"frob"}, "unknown command 'frob'"},
+        {{"exec", "--nodes", nowhere, "--bogus", "--key", "k", "--", "true"}, "--bogus"},
+        {{"exec", "--nodes", nowhere, "--key", "", "--", "true"}, "--key must not be empty"},
+        {{"exec", "--nodes", nowhere, "--", "true"}, "--key NAME is required"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--ttl", "0", "--", "true"}, "--ttl must be positive"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--ttl", "0ms", "--", "true"}, "--ttl must be positive"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--ttl=-5s", "--", "true"}, "not a duration"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--ttl", "ten", "--", "true"}, "not a duration"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--wait", "5x", "--", "true"}, "not a duration"},
+        {{"exec", "--nodes", "http://127.0.0.1:1", "--key", "k", "--", "true"}, "bad node URL"},
+        {{"exec", "--nodes", "redis://127.0.0.1:99999", "--key", "k", "--", "true"}, "bad node URL"},
+        {{"exec", "--nodes", "redis://127.0.0.1:7,redis://127.0.0.1:7", "--key", "k", "--", "true"}, "listed twice"},
+        {{"exec", "--nodes", nowhere, "--key", "k"}, "no command"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--"}, "no command"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "sleep", "1"}, "put the command after '--'"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--limit", "2", "--", "true"}, "semaphores come in a later"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--limit", "0", "--", "true"}, "--limit"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--fair", "--", "true"}, "later release"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--fencing", "--", "true"}, "fencing tokens come in a later"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--kill-signal", "NOPE", "--", "true"}, "not a signal"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "-v", "-q", "--", "true"}, "-v and -q"},
+        {{"status", "--nodes", nowhere}, "--key NAME is required"},
+        {{"status", "--nodes", nowhere, "--key", "k", "extra"}, "unexpected argument 'extra'"},
+        {{"bench", "--nodes", nowhere, "--scenario", "fast"}, "not a scenario"},
+        {{"bench", "--nodes", nowhere, "--clients", "0"}, "--clients"},
+        {{"bench", "--nodes", nowhere, "--duration", "0"}, "--duration must be positive"},
+    };
+    for (const auto& c : cases) {
+        std::string line;
+        for (const auto& a : c.args) line += "'" + a + "' ";
+        BOOST_TEST_CONTEXT("redlock " << line)
+        {
+            const auto start = steady_clock::now();
+            auto r = redlock_cli(c.args);
+            BOOST_TEST(r.exit_code == 64);
+            BOOST_TEST(r.err.find(c.says) != std::string::npos, "stderr: " << r.err);
+            BOOST_TEST(r.out.empty());
+            BOOST_TEST(elapsed_ms(start) < 1000);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(help_exits_0)
+{
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"help"}, {"--help"}, {"exec", "--help"}, {"status", "-h"}, {"bench", "--help"}}) {
+        auto r = redlock_cli(args);
+        BOOST_TEST(r.exit_code == 0);
+        BOOST_TEST(r.out.find("usage: redlock") != std::string::npos);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_command_exits_127_without_taking_the_lock)
+{
+    cluster nodes(1);
+    auto r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "typo", "--", "no-such-command-xyz"});
+    BOOST_TEST(r.exit_code == 127);
+    BOOST_TEST(r.err.find("no-such-command-xyz") != std::string::npos);
+    BOOST_TEST(nodes[0].cli({"EXISTS", "typo"}) == "0");
+}
+
+BOOST_AUTO_TEST_CASE(unreachable_nodes_exit_69_when_the_wait_runs_out)
+{
+    const auto start = steady_clock::now();
+    auto r = redlock_cli({"exec", "--nodes", unreachable_nodes(3), "--key", "k", "--wait", "500ms", "--", "true"});
+    const auto took = elapsed_ms(start);
+    BOOST_TEST(r.exit_code == 69);
+    BOOST_TEST((took >= 450 && took < 1500), "took " << took << " ms");
+    BOOST_TEST(r.err.find("no quorum") != std::string::npos, "stderr: " << r.err);
+    BOOST_TEST(r.err.find("refused") != std::string::npos, "stderr: " << r.err);  // says why, per node
+    BOOST_TEST(r.out.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_lock_held_by_another_owner_exits_75_when_the_wait_runs_out)
+{
+    cluster nodes(3);
+    for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"SET", "busy", "someone-else", "PX", "20000"});
+    auto start = steady_clock::now();
+    auto r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "busy", "--wait", "300ms", "--", "true"});
+    auto took = elapsed_ms(start);
+    BOOST_TEST(r.exit_code == 75);
+    BOOST_TEST((took >= 280 && took < 2000), "took " << took << " ms");
+    BOOST_TEST(r.err.find("held by another owner") != std::string::npos, "stderr: " << r.err);
+
+    start = steady_clock::now();
+    r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "busy", "--wait", "0", "-q", "--", "true"});
+    BOOST_TEST(r.exit_code == 75);
+    BOOST_TEST(elapsed_ms(start) < 1500);
+    BOOST_TEST(!r.err.empty());  // -q still prints errors
+    for (std::size_t i = 0; i < nodes.size(); ++i) BOOST_TEST(nodes[i].cli({"GET", "busy"}) == "someone-else");
+}
+
+BOOST_AUTO_TEST_CASE(the_lock_is_taken_once_the_holder_lets_go_within_the_wait)
+{
+    cluster nodes(3);
+    for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"SET", "soon", "someone-else", "PX", "700"});
+    const auto start = steady_clock::now();
+    auto r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "soon", "--wait", "5s", "--", "true"});
+    BOOST_TEST(r.exit_code == 0, "stderr: " << r.err);
+    BOOST_TEST(elapsed_ms(start) >= 600);
+}
+
+BOOST_AUTO_TEST_CASE(quiet_and_verbose)
+{
+    cluster nodes(3);
+    auto r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "talk", "-q", "--", "true"});
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(r.err.empty(), "stderr: " << r.err);
+    r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "talk", "--", "true"});
+    BOOST_TEST(r.err.empty(), "stderr: " << r.err);
+    r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "talk", "-v", "--", "true"});
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(r.err.find("granted") != std::string::npos, "stderr: " << r.err);
+    BOOST_TEST(r.err.find("acquired 'talk' in") != std::string::npos, "stderr: " << r.err);
+    BOOST_TEST(r.err.find("released 'talk' in") != std::string::npos, "stderr: " << r.err);
+}
+
+BOOST_AUTO_TEST_CASE(term_sent_to_redlock_reaches_the_child)
+{
+    cluster nodes(3);
+    const auto dir = make_temp_dir("redlock-cli-");
+    const auto out = dir + "/out";
+    const pid_t pid = spawn_process({.args = {REDLOCK_CLI_PATH, "exec", "--nodes", join(nodes.urls()), "--key", "sig",
+                                              "--", "sh", "-c", "trap 'exit 42' TERM; echo ready; sleep 30 & wait"},
+                                     .env = environment_with({}),
+                                     .output_file = out});
+    BOOST_REQUIRE(wait_until([&] { return read_file(out).find("ready") != std::string::npos; }, 10s));
+    BOOST_TEST(nodes_with_key(nodes, "sig") == 3u);
+    ::kill(pid, SIGTERM);
+    int status = 0;
+    const bool exited = wait_for_exit(pid, 5s, &status);
+    if (!exited) stop_process(pid, 1s);
+    BOOST_REQUIRE(exited);
+    BOOST_TEST(decode(status) == 42, "output: " << read_file(out));
+    BOOST_TEST(nodes_with_key(nodes, "sig") == 0u);
+    std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(int_and_hup_are_forwarded_too)
+{
+    cluster nodes(1);
+    const auto dir = make_temp_dir("redlock-cli-");
+    for (int signo : {SIGINT, SIGHUP}) {
+        const auto out = dir + "/out" + std::to_string(signo);
+        const pid_t pid =
+            spawn_process({.args = {REDLOCK_CLI_PATH, "exec", "--nodes", join(nodes.urls()), "--key", "sig2", "--",
+                                    "sh", "-c", "trap 'exit 10' INT; trap 'exit 11' HUP; echo ready; sleep 30 & wait"},
+                           .env = environment_with({}),
+                           .output_file = out});
+        BOOST_REQUIRE(wait_until([&] { return read_file(out).find("ready") != std::string::npos; }, 10s));
+        ::kill(pid, signo);
+        int status = 0;
+        const bool exited = wait_for_exit(pid, 5s, &status);
+        if (!exited) stop_process(pid, 1s);
+        BOOST_REQUIRE(exited);
+        BOOST_TEST(decode(status) == (signo == SIGINT ? 10 : 11));
+    }
+    std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(a_signal_while_waiting_ends_the_wait_without_running_the_command)
+{
+    cluster nodes(1);
+    nodes[0].cli({"SET", "waiting", "someone-else", "PX", "30000"});
+    const auto dir = make_temp_dir("redlock-cli-");
+    const auto out = dir + "/out";
+    const pid_t pid = spawn_process({.args = {REDLOCK_CLI_PATH, "exec", "--nodes", join(nodes.urls()), "--key",
+                                              "waiting", "--", "sh", "-c", "echo ran"},
+                                     .env = environment_with({}),
+                                     .output_file = out});
+    std::this_thread::sleep_for(500ms);  // waiting forever (the default) by now
+    ::kill(pid, SIGTERM);
+    int status = 0;
+    const bool exited = wait_for_exit(pid, 3s, &status);
+    if (!exited) stop_process(pid, 1s);
+    BOOST_REQUIRE(exited);
+    BOOST_TEST(decode(status) == 128 + SIGTERM);
+    const auto text = read_file(out);
+    BOOST_TEST(text.find("ran") == std::string::npos);
+    BOOST_TEST(text.find("interrupted by SIGTERM") != std::string::npos, "output: " << text);
+    std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(status_shows_holder_ttl_and_reachability)
+{
+    cluster nodes(3);
+    for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"SET", "job", "tok-1", "PX", "20000"});
+    auto r = redlock_cli({"status", "--nodes", join(nodes.urls()), "--key", "job"});
+    BOOST_TEST(r.exit_code == 0, "stderr: " << r.err);
+    BOOST_TEST(r.out.find("holder tok-1") != std::string::npos, "stdout: " << r.out);
+    BOOST_TEST(r.out.find("ttl ") != std::string::npos);
+    BOOST_TEST(r.out.find("held by tok-1 on 3 of 3 nodes") != std::string::npos, "stdout: " << r.out);
+    BOOST_TEST(r.out.find("fencing counter: n/a") != std::string::npos);
+
+    r = redlock_cli({"status", "--nodes", join(nodes.urls()), "--key", "free-one"});
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(r.out.find("free on every reachable node") != std::string::npos, "stdout: " << r.out);
+
+    nodes[0].kill();  // a quorum is left: 0, with a note
+    r = redlock_cli({"status", "--nodes", join(nodes.urls()), "--key", "job"});
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(r.out.find("unreachable") != std::string::npos, "stdout: " << r.out);
+    BOOST_TEST(r.err.find("1 of 3 nodes unreachable") != std::string::npos, "stderr: " << r.err);
+
+    nodes[1].kill();  // no quorum: 69
+    r = redlock_cli({"status", "--nodes", join(nodes.urls()), "--key", "job"});
+    BOOST_TEST(r.exit_code == 69);
+    BOOST_TEST(r.err.find("only 1 of 3 nodes reachable") != std::string::npos, "stderr: " << r.err);
+}
+
+BOOST_AUTO_TEST_CASE(status_sees_a_lock_held_by_exec)
+{
+    cluster nodes(3);
+    const auto dir = make_temp_dir("redlock-cli-");
+    const auto out = dir + "/out";
+    const pid_t pid = spawn_process({.args = {REDLOCK_CLI_PATH, "exec", "--nodes", join(nodes.urls()), "--key", "live",
+                                              "--", "sh", "-c", "echo token=$REDLOCK_TOKEN; sleep 30"},
+                                     .env = environment_with({}),
+                                     .output_file = out});
+    BOOST_REQUIRE(wait_until([&] { return read_file(out).find("token=") != std::string::npos; }, 10s));
+    const auto text = read_file(out);
+    const auto token = text.substr(text.find("token=") + 6, 32);
+    auto r = redlock_cli({"status", "--nodes", join(nodes.urls()), "--key", "live"});
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(r.out.find("held by " + token + " on 3 of 3 nodes") != std::string::npos, "stdout: " << r.out);
+    stop_process(pid, 5s);
+    std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(bench_json_has_the_documented_keys)
+{
+    cluster nodes(3);
+    for (const char* scenario : {"uncontended", "contended"}) {
+        BOOST_TEST_CONTEXT(scenario)
+        {
+            auto r = redlock_cli({"bench", "--nodes", join(nodes.urls()), "--scenario", scenario, "--clients", "3",
+                                  "--duration", "700ms", "--json"});
+            BOOST_TEST(r.exit_code == 0, "stderr: " << r.err);
+            boost::json::error_code ec;
+            auto doc = boost::json::parse(r.out, ec);
+            BOOST_REQUIRE_MESSAGE(!ec, "not JSON: " << r.out);
+            BOOST_REQUIRE(doc.is_object());
+            const auto& o = doc.as_object();
+            std::vector<std::string> keys;
+            for (const auto& kv : o) keys.emplace_back(kv.key());
+            BOOST_TEST(keys == (std::vector<std::string>{"scenario", "nodes", "clients", "ops", "ops_per_sec",
+                                                         "acquire_us", "handoff_us", "errors"}),
+                       boost::test_tools::per_element());
+            BOOST_TEST(o.at("scenario").as_string() == scenario);
+            BOOST_TEST(o.at("nodes").as_int64() == 3);
+            BOOST_TEST(o.at("clients").as_int64() == 3);
+            BOOST_TEST(o.at("ops").as_int64() > 0);
+            BOOST_TEST(o.at("ops_per_sec").is_number());
+            BOOST_TEST(o.at("errors").as_int64() == 0);
+            const auto& acquire = o.at("acquire_us").as_object();
+            for (const char* k : {"p50", "p90", "p99", "max"}) BOOST_TEST(acquire.at(k).is_int64());
+            BOOST_TEST(acquire.at("p50").as_int64() <= acquire.at("max").as_int64());
+            const auto& handoff = o.at("handoff_us").as_object();
+            BOOST_TEST(handoff.size() == 2u);
+            BOOST_TEST(handoff.contains("p50"));
+            BOOST_TEST(handoff.contains("p99"));
+            if (std::string(scenario) == "uncontended") BOOST_TEST(handoff.at("p50").is_null());
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(bench_prints_a_table_and_fails_69_without_a_quorum)
+{
+    cluster nodes(1);
+    auto r = redlock_cli({"bench", "--nodes", join(nodes.urls()), "--duration", "300ms", "--clients", "1"});
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(r.out.find("acquire") != std::string::npos, "stdout: " << r.out);
+    BOOST_TEST(r.out.find("ops/s") != std::string::npos);
+
+    r = redlock_cli({"bench", "--nodes", unreachable_nodes(3), "--duration", "300ms"});
+    BOOST_TEST(r.exit_code == 69);
+    BOOST_TEST(r.err.find("quorum") != std::string::npos, "stderr: " << r.err);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
