@@ -13,7 +13,6 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -33,6 +32,10 @@ namespace asio = boost::asio;
 using clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+// A spawned coroutine's exception leaves ctx.run() and reaches the command's error handling (never lost).
+constexpr auto rethrow = [](std::exception_ptr e) {
+    if (e) std::rethrow_exception(e);
+};
 
 std::int64_t micros(clock::duration d)
 {
@@ -188,7 +191,7 @@ asio::awaitable<int> bench_run::run()
     end_ = start + o_.duration;
     all_done_ = std::make_unique<asio::steady_timer>(ctx_, clock::time_point::max());
     active_ = o_.clients;
-    for (int i = 0; i < o_.clients; ++i) asio::co_spawn(ctx_, worker(i), asio::detached);
+    for (int i = 0; i < o_.clients; ++i) asio::co_spawn(ctx_, worker(i), rethrow);
     while (active_ > 0) co_await all_done_->async_wait(use_tuple);
     result_.seconds = std::chrono::duration<double>(clock::now() - start).count();
 

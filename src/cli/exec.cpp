@@ -12,7 +12,6 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -32,6 +31,10 @@ namespace {
 namespace asio = boost::asio;
 using clock = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+// A spawned coroutine's exception leaves ctx.run() and reaches the command's error handling (never lost).
+constexpr auto rethrow = [](std::exception_ptr e) {
+    if (e) std::rethrow_exception(e);
+};
 
 double ms_since(clock::time_point start)
 {
@@ -212,7 +215,7 @@ asio::awaitable<void> exec_session::connect()
 
 asio::awaitable<int> exec_session::run()
 {
-    asio::co_spawn(signals_.get_executor(), watch_signals(), asio::detached);
+    asio::co_spawn(signals_.get_executor(), watch_signals(), rethrow);
     const auto started = clock::now();
     const auto deadline = o_.wait ? started + *o_.wait : clock::time_point::max();
     report_.detail("lock '" + o_.key + "' on " + std::to_string(client_.size()) + " node(s), quorum " +
