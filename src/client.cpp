@@ -118,46 +118,47 @@ void client_impl::send_to_all(request req)
 
 asio::awaitable<std::tuple<error_code>> client_impl::connect_all(diagnostics* diag)
 {
-    // Shared with the callbacks, which may outlive this coroutine if it is cancelled.
+    if (diag) diag->clear();
+    if (nodes_.empty()) co_return std::tuple{make_error_code(error::invalid_argument)};
+    // Shared with the callbacks, which may outlive this coroutine.
     struct attempt {
-        attempt(strand_type& strand, std::size_t n) : diags(n), results(n), wake(strand) {}
+        attempt(strand_type& strand, std::size_t n, std::size_t q) : diags(n), results(n), tally(n, q), wake(strand) {}
         std::vector<diagnostics> diags;
         std::vector<std::optional<error_code>> results;
-        std::size_t done = 0;
+        quorum_tally tally;
         asio::steady_timer wake;
     };
-    auto a = std::make_shared<attempt>(strand_, nodes_.size());
+    auto a = std::make_shared<attempt>(strand_, nodes_.size(), quorum());
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
         nodes_[i]->connect(a->diags[i], asio::bind_executor(strand_, [a, i](error_code ec) {
                                a->results[i] = ec;
-                               ++a->done;
+                               a->tally.add(ec ? vote::error : vote::yes);
                                a->wake.cancel();
                            }));
     }
-    while (a->done < nodes_.size()) {
+    // Decided like every quorum operation: a node still connecting does not hold the others up.
+    while (a->tally.decide() == quorum_tally::decision::pending) {
         a->wake.expires_at(asio::steady_timer::time_point::max());
         co_await a->wake.async_wait(use_tuple);
         if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
             co_return std::tuple{make_error_code(asio::error::operation_aborted)};
     }
-    std::size_t connected = 0;
-    std::vector<node_outcome> outcomes(nodes_.size());
-    for (std::size_t i = 0; i < nodes_.size(); ++i) {
-        outcomes[i].node = configs_[i].to_string();
-        outcomes[i].ec = *a->results[i];
-        outcomes[i].message = a->diags[i].message();
-        outcomes[i].what = *a->results[i] ? node_outcome::result::failed : node_outcome::result::granted;
-        if (!*a->results[i]) ++connected;
-    }
+    const bool reached = a->tally.decide() == quorum_tally::decision::reached;
     if (diag) {
-        diag->clear();
+        std::vector<node_outcome> outcomes(nodes_.size());
+        for (std::size_t i = 0; i < nodes_.size(); ++i) {
+            outcomes[i].node = configs_[i].to_string();
+            if (!a->results[i]) continue;  // still connecting: pending
+            outcomes[i].ec = *a->results[i];
+            outcomes[i].message = a->diags[i].message();
+            outcomes[i].what = *a->results[i] ? node_outcome::result::failed : node_outcome::result::granted;
+        }
         diag->set_nodes(std::move(outcomes));
-        if (connected < quorum())
-            diag->set_client_message(std::to_string(connected) + " of " + std::to_string(nodes_.size()) +
-                                     " nodes connected; a quorum needs " + std::to_string(quorum()));
+        if (!reached)
+            diag->set_client_message(std::to_string(a->tally.errors()) + " of " + std::to_string(nodes_.size()) +
+                                     " nodes could not be connected; a quorum needs " + std::to_string(quorum()));
     }
-    if (nodes_.empty()) co_return std::tuple{make_error_code(error::invalid_argument)};
-    co_return std::tuple{connected >= quorum() ? error_code{} : make_error_code(error::no_quorum)};
+    co_return std::tuple{reached ? error_code{} : make_error_code(error::no_quorum)};
 }
 
 void client_impl::close()
@@ -217,6 +218,40 @@ void client_impl::unwatch(const std::vector<std::string>& channels, asio::steady
         req.push_range("UNSUBSCRIBE", stale);
         send_to_all(std::move(req));
     }
+}
+
+asio::awaitable<bool> client_impl::enter_gate(const std::string& id, asio::steady_timer& timer)
+{
+    auto [gate, free] = gates_.try_emplace(id);
+    if (free) co_return true;
+    gate->second.push_back(&timer);
+    for (;;) {
+        timer.expires_at(asio::steady_timer::time_point::max());
+        co_await timer.async_wait(use_tuple);
+        auto& waiting = gates_[id];
+        const bool handed_over = std::find(waiting.begin(), waiting.end(), &timer) == waiting.end();
+        if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
+            if (handed_over)
+                leave_gate(id);  // pass it on: the caller is gone
+            else
+                std::erase(waiting, &timer);
+            co_return false;
+        }
+        if (handed_over) co_return true;
+    }
+}
+
+void client_impl::leave_gate(const std::string& id)
+{
+    auto gate = gates_.find(id);
+    if (gate == gates_.end()) return;
+    if (gate->second.empty()) {
+        gates_.erase(gate);
+        return;
+    }
+    auto* next = gate->second.front();  // the gate stays taken: it passes to the longest waiting
+    gate->second.pop_front();
+    next->cancel();
 }
 
 void client_impl::on_message(const std::string& channel, const std::string& payload)

@@ -82,6 +82,12 @@ std::optional<ms> shortest_holder_ttl(const fan_out_state& result)
     return shortest;
 }
 
+// g++ 12 reports -Wmismatched-new-delete on the frame of this coroutine: a false positive (Asio's awaitable
+// frames come from its recycling allocator, whose new and delete match). Off for this function only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl> client, std::vector<std::string> keys,
                                                     lock_options o, bool one_attempt, diagnostics* diag)
 {
@@ -105,10 +111,16 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     asio::steady_timer pause(client->strand());
     release_watch watch(*client, keys, pause);
+    asio::steady_timer gate_wait(client->strand());
+    std::string gate_id;
+    for (const auto& key : keys) gate_id.append(key).push_back('\0');
 
     for (;;) {
+        const bool entered = co_await client->enter_gate(gate_id, gate_wait);
+        if (!entered) co_return std::tuple{make_error_code(asio::error::operation_aborted), lease{}};
         const auto start = clock::now();
-        auto result = co_await client->fan_out(acquire, lock_scripts::classify_acquire);
+        auto result = co_await client->fan_out(acquire, lock_scripts::classify_acquire);  // never throws
+        client->leave_gate(gate_id);  // the outcome is known: the client's next waiter may try
         if (result->cancelled) {
             client->send_to_all(release);  // a node may have granted already, or may still
             co_return std::tuple{make_error_code(asio::error::operation_aborted), lease{}};
@@ -153,6 +165,9 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
             co_return std::tuple{make_error_code(asio::error::operation_aborted), lease{}};
     }
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace
 

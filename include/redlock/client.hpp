@@ -41,9 +41,10 @@ public:
     std::size_t quorum() const noexcept;  ///< Q = N/2 + 1
     const std::vector<node_config>& nodes() const noexcept;
 
-    /// Waits for every node's first connection attempt. Succeeds if a quorum connected (the others keep
-    /// trying); otherwise error::no_quorum. `diag.nodes()` tells each node's result. Optional: locks work
-    /// without it, but their first attempt may find nodes still connecting.
+    /// Waits until a quorum of nodes is connected (success) or too many failed their first attempt for one
+    /// to be (error::no_quorum); the other nodes keep trying in the background. `diag.nodes()` tells each
+    /// node's result (`pending` for one still connecting). Optional: locks work without it, but their first
+    /// attempt may find nodes still connecting.
     /// Signature: void(error_code). Lifetime: `diag` must outlive the operation.
     template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
     auto async_connect(diagnostics& diag, Token&& token = {})

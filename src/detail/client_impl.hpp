@@ -86,6 +86,12 @@ public:
     void watch(const std::vector<std::string>& channels, boost::asio::steady_timer& timer);
     void unwatch(const std::vector<std::string>& channels, boost::asio::steady_timer& timer);
 
+    /// One attempt at a time per lock per client: the client's own waiters would otherwise split the nodes'
+    /// votes among themselves. Waits (on `timer`, FIFO) until the gate of `id` is free and takes it; false
+    /// if the caller was cancelled first. On the strand; the holder must leave_gate.
+    boost::asio::awaitable<bool> enter_gate(const std::string& id, boost::asio::steady_timer& timer);
+    void leave_gate(const std::string& id);
+
 private:
     friend std::shared_ptr<client_impl> make_client_impl(boost::asio::any_io_executor, std::vector<node_config>);
     void on_message(const std::string& channel, const std::string& payload);
@@ -96,6 +102,7 @@ private:
     std::unordered_map<std::string, std::size_t> subscriptions_;                        // channel -> watchers
     std::unordered_map<std::string, std::deque<boost::asio::steady_timer*>> watchers_;  // oldest first
     std::unordered_map<std::string, std::vector<std::string>> recent_releases_;         // per channel, to de-duplicate
+    std::unordered_map<std::string, std::deque<boost::asio::steady_timer*>> gates_;     // taken gates, their waiters
 };
 
 /// Makes a client's state and routes its nodes' pushes to it.

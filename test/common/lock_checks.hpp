@@ -47,10 +47,17 @@ inline std::size_t nodes_holding(const cluster& nodes, const std::string& key, c
     return n;
 }
 
-/// Lock operations complete at the quorum; the other nodes apply them a moment later.
-inline bool soon_holding(const cluster& nodes, const std::string& key, const std::string& token, std::size_t count)
+/// Lock operations complete at the quorum; the other nodes apply them a moment later. Polls from a coroutine,
+/// so the io_context keeps running (nodes still connecting get there).
+inline boost::asio::awaitable<bool> soon_holding(const cluster& nodes, std::string key, std::string token,
+                                                 std::size_t count)
 {
-    return wait_until([&] { return nodes_holding(nodes, key, token) == count; }, std::chrono::milliseconds(2000));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (nodes_holding(nodes, key, token) != count) {
+        if (std::chrono::steady_clock::now() >= deadline) co_return false;
+        co_await sleep_for(std::chrono::milliseconds(10));
+    }
+    co_return true;
 }
 
 }  // namespace redlock::test

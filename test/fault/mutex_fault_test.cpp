@@ -148,13 +148,13 @@ BOOST_AUTO_TEST_CASE(a_minority_restarted_without_persistence_does_not_grant_twi
         auto held = co_await ma.async_lock(asio::use_awaitable);
         // Held by all five: losing two still leaves a majority. (Held by exactly a quorum, losing one of
         // them would not: that is the restart hazard doc/locks.md describes.)
-        BOOST_REQUIRE(soon_holding(nodes, "precious", held.token(), 5));
+        BOOST_REQUIRE(co_await soon_holding(nodes, "precious", held.token(), 5));
         nodes[0].restart();  // its copy of the key is gone
         nodes[4].restart();
         redlock::mutex mb(b, "precious", {.ttl = 10'000ms, .wait = 1000ms, .node_timeout = 500ms});
         auto [ec, stolen] = co_await mb.async_lock(use_tuple);
         BOOST_TEST(ec == error::not_acquired, ec.message());
-        BOOST_TEST(soon_holding(nodes, "precious", held.token(), 3));
+        BOOST_TEST(co_await soon_holding(nodes, "precious", held.token(), 3));
         // The holder's next extension re-creates the key on the restarted nodes.
         for (int i = 0; i < 50; ++i) {
             auto [xec] = co_await held.async_extend(use_tuple);
@@ -185,6 +185,6 @@ BOOST_AUTO_TEST_CASE(a_late_grant_on_a_paused_node_is_released)
             if (!clean) co_await sleep_for(20ms);
         }
         BOOST_TEST(clean);
-        BOOST_TEST(soon_holding(nodes, "late", token, 0));
+        BOOST_TEST(co_await soon_holding(nodes, "late", token, 0));
     });
 }

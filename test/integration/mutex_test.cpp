@@ -41,13 +41,13 @@ BOOST_DATA_TEST_CASE(acquire_extend_release, data::make({1, 3, 5}), n)
         BOOST_TEST(l.keys() == std::vector<std::string>{"job:42"});
         BOOST_TEST((l.validity() > 1900ms && l.validity() <= 2000ms));
         BOOST_TEST(nodes_holding(nodes, "job:42", l.token()) >= client.quorum());
-        BOOST_TEST(soon_holding(nodes, "job:42", l.token(), nodes.size()));
+        BOOST_TEST(co_await soon_holding(nodes, "job:42", l.token(), nodes.size()));
         co_await sleep_for(300ms);
         const auto before = l.valid_until();
         co_await l.async_extend(asio::use_awaitable);
         BOOST_TEST((l.valid_until() > before + 250ms));
         co_await l.async_release(asio::use_awaitable);
-        BOOST_TEST(soon_holding(nodes, "job:42", l.token(), 0));
+        BOOST_TEST(co_await soon_holding(nodes, "job:42", l.token(), 0));
         co_await l.async_release(asio::use_awaitable);  // idempotent
         BOOST_TEST(!l.lost());
     });
@@ -90,7 +90,7 @@ BOOST_DATA_TEST_CASE(a_held_lock_is_not_acquired_by_another_client, data::make({
         for (int i = 0; i < 200 && !waiter; ++i) co_await sleep_for(5ms);
         BOOST_REQUIRE(waiter.has_value());
         BOOST_TEST(!*waiter);
-        BOOST_TEST(soon_holding(nodes, "res", got.token(), nodes.size()));
+        BOOST_TEST(co_await soon_holding(nodes, "res", got.token(), nodes.size()));
         co_await got.async_release(asio::use_awaitable);
     });
 }
@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(release_by_a_non_owner_fails_and_leaves_the_lock)
         auto second = co_await m.async_lock(asio::use_awaitable);  // ...and another owner takes it
         auto [ec] = co_await first.async_release(use_tuple);
         BOOST_TEST(ec == error::lost);
-        BOOST_TEST(soon_holding(nodes, "owned", second.token(), nodes.size()));  // the stale release changed nothing
+        BOOST_TEST(co_await soon_holding(nodes, "owned", second.token(), nodes.size()));  // the stale release changed nothing
         auto [ext] = co_await first.async_extend(use_tuple);
         BOOST_TEST((ext == error::lost || ext == error::not_owner));
         co_await second.async_release(asio::use_awaitable);
@@ -130,8 +130,8 @@ BOOST_AUTO_TEST_CASE(several_keys_are_taken_all_or_none)
         BOOST_TEST(nodes[0].cli({"EXISTS", "{acct}:a"}) == "0");  // not even the free key
         co_await held.async_release(asio::use_awaitable);
         auto got = co_await both.async_lock(asio::use_awaitable);
-        BOOST_TEST(soon_holding(nodes, "{acct}:a", got.token(), nodes.size()));
-        BOOST_TEST(soon_holding(nodes, "{acct}:b", got.token(), nodes.size()));
+        BOOST_TEST(co_await soon_holding(nodes, "{acct}:a", got.token(), nodes.size()));
+        BOOST_TEST(co_await soon_holding(nodes, "{acct}:b", got.token(), nodes.size()));
         co_await got.async_release(asio::use_awaitable);
         BOOST_TEST(redlock::test::wait_until(
             [&] {
@@ -151,10 +151,10 @@ BOOST_AUTO_TEST_CASE(the_watchdog_keeps_a_lease_alive_past_its_ttl)
         auto l = co_await m.async_lock(asio::use_awaitable);
         co_await sleep_for(1800ms);  // three TTLs
         BOOST_TEST(!l.lost());
-        BOOST_TEST(soon_holding(nodes, "long-job", l.token(), nodes.size()));
+        BOOST_TEST(co_await soon_holding(nodes, "long-job", l.token(), nodes.size()));
         co_await l.async_release(asio::use_awaitable);
         co_await sleep_for(300ms);  // the watchdog stopped: nothing re-creates the key
-        BOOST_TEST(soon_holding(nodes, "long-job", l.token(), 0));
+        BOOST_TEST(co_await soon_holding(nodes, "long-job", l.token(), 0));
     });
 }
 
@@ -182,7 +182,7 @@ BOOST_AUTO_TEST_CASE(with_lock_releases_on_return_exception_and_loss)
     redlock::mutex m(client, "guarded", {.ttl = 1000ms});
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         int answer = co_await redlock::with_lock(m, [&](const redlock::lease& l) -> asio::awaitable<int> {
-            BOOST_TEST(soon_holding(nodes, "guarded", l.token(), 3));
+            BOOST_TEST(co_await soon_holding(nodes, "guarded", l.token(), 3));
             co_await sleep_for(1500ms);  // longer than the TTL: the watchdog keeps it
             BOOST_TEST(nodes_holding(nodes, "guarded", l.token()) == 3u);
             BOOST_TEST(l.validity() > 0ms);
