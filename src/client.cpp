@@ -262,7 +262,9 @@ void client_impl::on_message(const std::string& channel, const std::string& payl
     if (std::find(recent.begin(), recent.end(), payload) != recent.end()) return;  // another node's copy
     if (recent.size() == 8) recent.erase(recent.begin());
     recent.push_back(payload);
-    queue->second.front()->cancel();
+    // The longest waiting watcher that is waiting now: one busy with an attempt will see the lock state anyway.
+    for (auto* timer : queue->second)
+        if (timer->cancel() > 0) break;
 }
 
 void start_client_connect(const std::shared_ptr<client_impl>& impl, diagnostics* diag,
