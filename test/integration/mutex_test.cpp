@@ -108,7 +108,8 @@ BOOST_AUTO_TEST_CASE(release_by_a_non_owner_fails_and_leaves_the_lock)
         auto second = co_await m.async_lock(asio::use_awaitable);  // ...and another owner takes it
         auto [ec] = co_await first.async_release(use_tuple);
         BOOST_TEST(ec == error::lost);
-        BOOST_TEST(co_await soon_holding(nodes, "owned", second.token(), nodes.size()));  // the stale release changed nothing
+        BOOST_TEST(
+            co_await soon_holding(nodes, "owned", second.token(), nodes.size()));  // the stale release changed nothing
         auto [ext] = co_await first.async_extend(use_tuple);
         BOOST_TEST((ext == error::lost || ext == error::not_owner));
         co_await second.async_release(asio::use_awaitable);
