@@ -289,11 +289,4 @@ private:
     int status_ = 0;
 };
 
-inline std::string comma_joined(const std::vector<std::string>& parts)
-{
-    std::string out;
-    for (const auto& p : parts) out += (out.empty() ? "" : ",") + p;
-    return out;
-}
-
 }  // namespace redlock::test::exclusion

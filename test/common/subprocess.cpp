@@ -3,8 +3,10 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
+#include <fstream>
 #include <poll.h>
 #include <signal.h>
+#include <sstream>
 #include <stdexcept>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -210,6 +212,26 @@ command_result run_command(const std::vector<std::string>& args, milliseconds ti
     }
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return result;
+}
+
+int exit_status(int wait_status) noexcept
+{
+    return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
+}
+
+std::string file_contents(const std::string& path)
+{
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+std::string comma_joined(const std::vector<std::string>& parts)
+{
+    std::string out;
+    for (const auto& p : parts) out += (out.empty() ? "" : ",") + p;
+    return out;
 }
 
 }  // namespace redlock::test

@@ -45,4 +45,13 @@ std::string make_temp_dir(const std::string& prefix);
 // SIGCONT, SIGTERM, up to `grace` for it to exit, then SIGKILL; always reaps. Never throws.
 void stop_process(pid_t pid, std::chrono::milliseconds grace) noexcept;
 
+// The exit code a shell would report for a waitpid status: the code, or 128 + the signal.
+int exit_status(int wait_status) noexcept;
+
+// A whole file ("" if it cannot be read).
+std::string file_contents(const std::string& path);
+
+// "a,b,c": node URL lists as --nodes and $REDLOCK_NODES take them.
+std::string comma_joined(const std::vector<std::string>& parts);
+
 }  // namespace redlock::test

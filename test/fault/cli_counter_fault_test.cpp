@@ -24,21 +24,6 @@ namespace {
 constexpr int workers = 16;
 constexpr int increments_per_worker = 4;
 
-std::string join(const std::vector<std::string>& urls)
-{
-    std::string out;
-    for (const auto& u : urls) out += (out.empty() ? "" : ",") + u;
-    return out;
-}
-
-std::string read_file(const std::string& path)
-{
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(sixteen_processes_increment_a_counter_exactly_despite_a_paused_and_a_killed_node)
@@ -52,10 +37,10 @@ BOOST_AUTO_TEST_CASE(sixteen_processes_increment_a_counter_exactly_despite_a_pau
     // The critical section: read, take a moment (so unprotected runs would interleave), write back.
     const std::string body =
         "set -e; v=$(" + rc + " GET counter); sleep 0.005; " + rc + " SET counter $((v + 1)) >/dev/null";
-    const std::string worker_script = "for i in $(seq " + std::to_string(increments_per_worker) + "); do '" +
-                                      std::string(REDLOCK_CLI_PATH) + "' exec --nodes " + join(lock_nodes.urls()) +
-                                      " --key counter-lock --ttl 5s --wait 60s -q -- sh -c '" + body +
-                                      "' || exit $?; done";
+    const std::string worker_script =
+        "for i in $(seq " + std::to_string(increments_per_worker) + "); do '" + std::string(REDLOCK_CLI_PATH) +
+        "' exec --nodes " + comma_joined(lock_nodes.urls()) + " --key counter-lock --ttl 5s --wait 60s -q -- sh -c '" +
+        body + "' || exit $?; done";
 
     const auto dir = make_temp_dir("redlock-counter-");
     std::vector<pid_t> pids;
@@ -77,7 +62,7 @@ BOOST_AUTO_TEST_CASE(sixteen_processes_increment_a_counter_exactly_despite_a_pau
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_clock::now());
         const bool exited = wait_for_exit(pids[static_cast<std::size_t>(w)], std::max(left, 1ms), &status);
         if (!exited) stop_process(pids[static_cast<std::size_t>(w)], 1s);
-        BOOST_TEST_CONTEXT("worker " << w << " output: " << read_file(dir + "/worker" + std::to_string(w)))
+        BOOST_TEST_CONTEXT("worker " << w << " output: " << file_contents(dir + "/worker" + std::to_string(w)))
         {
             BOOST_TEST(exited);
             BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));

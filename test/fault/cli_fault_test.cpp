@@ -26,26 +26,6 @@ long long elapsed_ms(steady_clock::time_point since)
     return std::chrono::duration_cast<std::chrono::milliseconds>(steady_clock::now() - since).count();
 }
 
-std::string join(const std::vector<std::string>& urls)
-{
-    std::string out;
-    for (const auto& u : urls) out += (out.empty() ? "" : ",") + u;
-    return out;
-}
-
-std::string read_file(const std::string& path)
-{
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-int decode(int status)
-{
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // A `redlock exec` process whose output lands in a temp file; stopped (and reaped) at the end of the test.
 class cli_process {
 public:
@@ -61,7 +41,7 @@ public:
     }
 
     std::string output_path() const { return dir_ + "/out"; }
-    std::string output() const { return read_file(output_path()); }
+    std::string output() const { return file_contents(output_path()); }
 
     // The exit code, or -1 if it is still running after `limit`.
     int wait(std::chrono::milliseconds limit)
@@ -69,7 +49,7 @@ public:
         int status = 0;
         if (!wait_for_exit(pid_, limit, &status)) return -1;
         reaped_ = true;
-        return decode(status);
+        return exit_status(status);
     }
 
 private:
@@ -98,8 +78,8 @@ BOOST_AUTO_TEST_SUITE(cli_fault)
 BOOST_AUTO_TEST_CASE(killing_3_of_5_nodes_stops_the_command_and_exits_70)
 {
     cluster nodes(5);
-    cli_process p({"exec", "--nodes", join(nodes.urls()), "--key", "doomed", "--ttl", "1500ms", "--", "sh", "-c",
-                   "echo child=$$; exec sleep 30"});
+    cli_process p({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "doomed", "--ttl", "1500ms", "--", "sh",
+                   "-c", "echo child=$$; exec sleep 30"});
     BOOST_REQUIRE(wait_until([&] { return p.output().find("child=") != std::string::npos; }, 10s));
     const auto text = p.output();
     const pid_t child = std::stoi(text.substr(text.find("child=") + 6));
@@ -122,8 +102,8 @@ BOOST_AUTO_TEST_CASE(without_the_watchdog_the_command_is_stopped_when_the_ttl_ru
 {
     cluster nodes(3);
     const auto start = steady_clock::now();
-    cli_process p({"exec", "--nodes", join(nodes.urls()), "--key", "short", "--ttl", "1000ms", "--no-watchdog", "--",
-                   "sleep", "30"});
+    cli_process p({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "short", "--ttl", "1000ms", "--no-watchdog",
+                   "--", "sleep", "30"});
     const int code = p.wait(10s);
     const auto took = elapsed_ms(start);
     BOOST_TEST(code == 70, "output: " << p.output());
@@ -136,8 +116,8 @@ BOOST_AUTO_TEST_CASE(a_command_that_ignores_the_kill_signal_gets_kill_after_the_
     cluster nodes(3);
     const auto start = steady_clock::now();
     // `trap '' TERM` is inherited by sleep: only SIGKILL ends them.
-    cli_process p({"exec", "--nodes", join(nodes.urls()), "--key", "stubborn", "--ttl", "800ms", "--no-watchdog",
-                   "--kill-grace", "700ms", "--", "sh", "-c", "trap '' TERM; sleep 30; sleep 30"});
+    cli_process p({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "stubborn", "--ttl", "800ms",
+                   "--no-watchdog", "--kill-grace", "700ms", "--", "sh", "-c", "trap '' TERM; sleep 30; sleep 30"});
     const int code = p.wait(10s);
     const auto took = elapsed_ms(start);
     BOOST_TEST(code == 70, "output: " << p.output());
@@ -148,7 +128,7 @@ BOOST_AUTO_TEST_CASE(a_command_that_ignores_the_kill_signal_gets_kill_after_the_
 BOOST_AUTO_TEST_CASE(the_kill_signal_is_configurable)
 {
     cluster nodes(1);
-    cli_process p({"exec", "--nodes", join(nodes.urls()), "--key", "usr1", "--ttl", "500ms", "--no-watchdog",
+    cli_process p({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "usr1", "--ttl", "500ms", "--no-watchdog",
                    "--kill-signal", "USR1", "--", "sh", "-c", "trap 'echo got-usr1; exit 0' USR1; sleep 30 & wait"});
     const int code = p.wait(10s);
     BOOST_TEST(code == 70);  // the command exited 0, but its lease ended before it did
@@ -158,7 +138,7 @@ BOOST_AUTO_TEST_CASE(the_kill_signal_is_configurable)
 BOOST_AUTO_TEST_CASE(a_paused_minority_does_not_disturb_a_running_command)
 {
     cluster nodes(5);
-    cli_process p({"exec", "--nodes", join(nodes.urls()), "--key", "steady", "--ttl", "900ms", "--", "sh", "-c",
+    cli_process p({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "steady", "--ttl", "900ms", "--", "sh", "-c",
                    "sleep 2; exit 5"});
     BOOST_REQUIRE(wait_until([&] { return nodes_with_key(nodes, "steady") == 5u; }, 10s));
     nodes[3].pause();

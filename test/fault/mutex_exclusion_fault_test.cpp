@@ -6,6 +6,7 @@
 
 using namespace redlock::test::exclusion;
 using redlock::test::cluster;
+using redlock::test::comma_joined;
 using redlock::test::redis_node;
 
 namespace {

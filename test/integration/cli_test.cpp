@@ -30,13 +30,6 @@ long long elapsed_ms(steady_clock::time_point since)
     return std::chrono::duration_cast<std::chrono::milliseconds>(steady_clock::now() - since).count();
 }
 
-std::string join(const std::vector<std::string>& urls)
-{
-    std::string out;
-    for (const auto& u : urls) out += (out.empty() ? "" : ",") + u;
-    return out;
-}
-
 command_result redlock_cli(std::vector<std::string> args, std::chrono::milliseconds limit = cli_limit)
 {
     args.insert(args.begin(), REDLOCK_CLI_PATH);
@@ -56,25 +49,12 @@ std::size_t nodes_with_key(const cluster& nodes, const std::string& key)
     return n;
 }
 
-std::string read_file(const std::string& path)
-{
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-int decode(int status)
-{
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // Ports where nothing listens: connections are refused at once.
 std::string unreachable_nodes(std::size_t n)
 {
     std::vector<std::string> urls;
     for (auto port : pick_free_ports(n)) urls.push_back("redis://127.0.0.1:" + std::to_string(port));
-    return join(urls);
+    return comma_joined(urls);
 }
 
 bool is_hex_token(const std::string& s)
@@ -89,7 +69,7 @@ BOOST_AUTO_TEST_SUITE(cli)
 BOOST_AUTO_TEST_CASE(exits_with_the_commands_own_code)
 {
     cluster nodes(3);
-    const auto urls = join(nodes.urls());
+    const auto urls = comma_joined(nodes.urls());
     BOOST_TEST(redlock_cli({"exec", "--nodes", urls, "--key", "code", "--", "true"}).exit_code == 0);
     BOOST_TEST(redlock_cli({"exec", "--nodes", urls, "--key", "code", "--", "sh", "-c", "exit 3"}).exit_code == 3);
     BOOST_TEST(redlock_cli({"exec", "--nodes", urls, "--key", "code", "--", "false"}).exit_code == 1);
@@ -103,7 +83,7 @@ BOOST_AUTO_TEST_CASE(the_child_sees_the_key_and_the_token_it_holds)
 {
     cluster nodes(3);
     const std::string get = redis_cli_path() + " -p " + std::to_string(nodes[1].port()) + " GET \"$REDLOCK_KEY\"";
-    auto r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "env:job", "--", "sh", "-c",
+    auto r = redlock_cli({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "env:job", "--", "sh", "-c",
                           "echo $REDLOCK_KEY $REDLOCK_TOKEN; " + get});
     BOOST_TEST_INFO("stderr: " << r.err);
     BOOST_REQUIRE(r.exit_code == 0);
@@ -121,7 +101,7 @@ BOOST_AUTO_TEST_CASE(an_outer_locks_variables_do_not_leak_into_the_child)
     cluster nodes(1);
     ::setenv("REDLOCK_FENCING_TOKEN", "999", 1);
     ::setenv("REDLOCK_TOKEN", "outer", 1);
-    auto r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "inner", "--", "sh", "-c",
+    auto r = redlock_cli({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "inner", "--", "sh", "-c",
                           "echo ${REDLOCK_FENCING_TOKEN:-none} $REDLOCK_TOKEN"});
     ::unsetenv("REDLOCK_FENCING_TOKEN");
     ::unsetenv("REDLOCK_TOKEN");
@@ -137,22 +117,23 @@ BOOST_AUTO_TEST_CASE(the_lease_is_released_when_the_child_exits_whatever_its_cod
 {
     cluster nodes(3);
     for (const char* code : {"0", "7"}) {
-        auto r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "released", "--ttl", "30s", "--", "sh",
-                              "-c", std::string("exit ") + code});
+        auto r = redlock_cli({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "released", "--ttl", "30s", "--",
+                              "sh", "-c", std::string("exit ") + code});
         BOOST_TEST(r.exit_code == std::atoi(code));
         BOOST_TEST(nodes_with_key(nodes, "released") == 0u);  // not left to expire after 30 s
     }
     // And the next holder gets it at once.
     const auto start = steady_clock::now();
-    BOOST_TEST(redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "released", "--wait", "0", "--", "true"})
-                   .exit_code == 0);
+    BOOST_TEST(
+        redlock_cli({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "released", "--wait", "0", "--", "true"})
+            .exit_code == 0);
     BOOST_TEST(elapsed_ms(start) < 2000);
 }
 
 BOOST_AUTO_TEST_CASE(nodes_come_from_the_environment_when_not_given)
 {
     cluster nodes(3);
-    ::setenv("REDLOCK_NODES", join(nodes.urls()).c_str(), 1);
+    ::setenv("REDLOCK_NODES", comma_joined(nodes.urls()).c_str(), 1);
     const std::string get = redis_cli_path() + " -p " + std::to_string(nodes[2].port()) + " GET \"$REDLOCK_KEY\"";
     auto r = redlock_cli({"exec", "--key", "from-env", "--", "sh", "-c", get});
     ::unsetenv("REDLOCK_NODES");
@@ -226,7 +207,7 @@ BOOST_AUTO_TEST_CASE(help_exits_0)
 BOOST_AUTO_TEST_CASE(a_missing_command_exits_127_without_taking_the_lock)
 {
     cluster nodes(1);
-    auto r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "typo", "--", "no-such-command-xyz"});
+    auto r = redlock_cli({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "typo", "--", "no-such-command-xyz"});
     BOOST_TEST(r.exit_code == 127);
     BOOST_TEST(r.err.find("no-such-command-xyz") != std::string::npos);
     BOOST_TEST(nodes[0].cli({"EXISTS", "typo"}) == "0");
@@ -249,14 +230,16 @@ BOOST_AUTO_TEST_CASE(a_lock_held_by_another_owner_exits_75_when_the_wait_runs_ou
     cluster nodes(3);
     for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"SET", "busy", "someone-else", "PX", "20000"});
     auto start = steady_clock::now();
-    auto r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "busy", "--wait", "300ms", "--", "true"});
+    auto r =
+        redlock_cli({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "busy", "--wait", "300ms", "--", "true"});
     auto took = elapsed_ms(start);
     BOOST_TEST(r.exit_code == 75);
     BOOST_TEST((took >= 280 && took < 2000), "took " << took << " ms");
     BOOST_TEST(r.err.find("held by another owner") != std::string::npos, "stderr: " << r.err);
 
     start = steady_clock::now();
-    r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "busy", "--wait", "0", "-q", "--", "true"});
+    r = redlock_cli(
+        {"exec", "--nodes", comma_joined(nodes.urls()), "--key", "busy", "--wait", "0", "-q", "--", "true"});
     BOOST_TEST(r.exit_code == 75);
     BOOST_TEST(elapsed_ms(start) < 1500);
     BOOST_TEST(!r.err.empty());  // -q still prints errors
@@ -268,7 +251,8 @@ BOOST_AUTO_TEST_CASE(the_lock_is_taken_once_the_holder_lets_go_within_the_wait)
     cluster nodes(3);
     for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"SET", "soon", "someone-else", "PX", "700"});
     const auto start = steady_clock::now();
-    auto r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "soon", "--wait", "5s", "--", "true"});
+    auto r =
+        redlock_cli({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "soon", "--wait", "5s", "--", "true"});
     BOOST_TEST(r.exit_code == 0, "stderr: " << r.err);
     BOOST_TEST(elapsed_ms(start) >= 600);
 }
@@ -276,12 +260,12 @@ BOOST_AUTO_TEST_CASE(the_lock_is_taken_once_the_holder_lets_go_within_the_wait)
 BOOST_AUTO_TEST_CASE(quiet_and_verbose)
 {
     cluster nodes(3);
-    auto r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "talk", "-q", "--", "true"});
+    auto r = redlock_cli({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "talk", "-q", "--", "true"});
     BOOST_TEST(r.exit_code == 0);
     BOOST_TEST(r.err.empty(), "stderr: " << r.err);
-    r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "talk", "--", "true"});
+    r = redlock_cli({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "talk", "--", "true"});
     BOOST_TEST(r.err.empty(), "stderr: " << r.err);
-    r = redlock_cli({"exec", "--nodes", join(nodes.urls()), "--key", "talk", "-v", "--", "true"});
+    r = redlock_cli({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "talk", "-v", "--", "true"});
     BOOST_TEST(r.exit_code == 0);
     BOOST_TEST(r.err.find("granted") != std::string::npos, "stderr: " << r.err);
     BOOST_TEST(r.err.find("acquired 'talk' in") != std::string::npos, "stderr: " << r.err);
@@ -293,18 +277,19 @@ BOOST_AUTO_TEST_CASE(term_sent_to_redlock_reaches_the_child)
     cluster nodes(3);
     const auto dir = make_temp_dir("redlock-cli-");
     const auto out = dir + "/out";
-    const pid_t pid = spawn_process({.args = {REDLOCK_CLI_PATH, "exec", "--nodes", join(nodes.urls()), "--key", "sig",
-                                              "--", "sh", "-c", "trap 'exit 42' TERM; echo ready; sleep 30 & wait"},
-                                     .env = environment_with({}),
-                                     .output_file = out});
-    BOOST_REQUIRE(wait_until([&] { return read_file(out).find("ready") != std::string::npos; }, 10s));
+    const pid_t pid =
+        spawn_process({.args = {REDLOCK_CLI_PATH, "exec", "--nodes", comma_joined(nodes.urls()), "--key", "sig", "--",
+                                "sh", "-c", "trap 'exit 42' TERM; echo ready; sleep 30 & wait"},
+                       .env = environment_with({}),
+                       .output_file = out});
+    BOOST_REQUIRE(wait_until([&] { return file_contents(out).find("ready") != std::string::npos; }, 10s));
     BOOST_TEST(nodes_with_key(nodes, "sig") == 3u);
     ::kill(pid, SIGTERM);
     int status = 0;
     const bool exited = wait_for_exit(pid, 5s, &status);
     if (!exited) stop_process(pid, 1s);
     BOOST_REQUIRE(exited);
-    BOOST_TEST(decode(status) == 42, "output: " << read_file(out));
+    BOOST_TEST(exit_status(status) == 42, "output: " << file_contents(out));
     BOOST_TEST(nodes_with_key(nodes, "sig") == 0u);
     std::filesystem::remove_all(dir);
 }
@@ -315,18 +300,18 @@ BOOST_AUTO_TEST_CASE(int_and_hup_are_forwarded_too)
     const auto dir = make_temp_dir("redlock-cli-");
     for (int signo : {SIGINT, SIGHUP}) {
         const auto out = dir + "/out" + std::to_string(signo);
-        const pid_t pid =
-            spawn_process({.args = {REDLOCK_CLI_PATH, "exec", "--nodes", join(nodes.urls()), "--key", "sig2", "--",
-                                    "sh", "-c", "trap 'exit 10' INT; trap 'exit 11' HUP; echo ready; sleep 30 & wait"},
-                           .env = environment_with({}),
-                           .output_file = out});
-        BOOST_REQUIRE(wait_until([&] { return read_file(out).find("ready") != std::string::npos; }, 10s));
+        const pid_t pid = spawn_process(
+            {.args = {REDLOCK_CLI_PATH, "exec", "--nodes", comma_joined(nodes.urls()), "--key", "sig2", "--", "sh",
+                      "-c", "trap 'exit 10' INT; trap 'exit 11' HUP; echo ready; sleep 30 & wait"},
+             .env = environment_with({}),
+             .output_file = out});
+        BOOST_REQUIRE(wait_until([&] { return file_contents(out).find("ready") != std::string::npos; }, 10s));
         ::kill(pid, signo);
         int status = 0;
         const bool exited = wait_for_exit(pid, 5s, &status);
         if (!exited) stop_process(pid, 1s);
         BOOST_REQUIRE(exited);
-        BOOST_TEST(decode(status) == (signo == SIGINT ? 10 : 11));
+        BOOST_TEST(exit_status(status) == (signo == SIGINT ? 10 : 11));
     }
     std::filesystem::remove_all(dir);
 }
@@ -337,7 +322,7 @@ BOOST_AUTO_TEST_CASE(a_signal_while_waiting_ends_the_wait_without_running_the_co
     nodes[0].cli({"SET", "waiting", "someone-else", "PX", "30000"});
     const auto dir = make_temp_dir("redlock-cli-");
     const auto out = dir + "/out";
-    const pid_t pid = spawn_process({.args = {REDLOCK_CLI_PATH, "exec", "--nodes", join(nodes.urls()), "--key",
+    const pid_t pid = spawn_process({.args = {REDLOCK_CLI_PATH, "exec", "--nodes", comma_joined(nodes.urls()), "--key",
                                               "waiting", "--", "sh", "-c", "echo ran"},
                                      .env = environment_with({}),
                                      .output_file = out});
@@ -347,8 +332,8 @@ BOOST_AUTO_TEST_CASE(a_signal_while_waiting_ends_the_wait_without_running_the_co
     const bool exited = wait_for_exit(pid, 3s, &status);
     if (!exited) stop_process(pid, 1s);
     BOOST_REQUIRE(exited);
-    BOOST_TEST(decode(status) == 128 + SIGTERM);
-    const auto text = read_file(out);
+    BOOST_TEST(exit_status(status) == 128 + SIGTERM);
+    const auto text = file_contents(out);
     BOOST_TEST(text.find("ran") == std::string::npos);
     BOOST_TEST(text.find("interrupted by SIGTERM") != std::string::npos, "output: " << text);
     std::filesystem::remove_all(dir);
@@ -358,25 +343,25 @@ BOOST_AUTO_TEST_CASE(status_shows_holder_ttl_and_reachability)
 {
     cluster nodes(3);
     for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"SET", "job", "tok-1", "PX", "20000"});
-    auto r = redlock_cli({"status", "--nodes", join(nodes.urls()), "--key", "job"});
+    auto r = redlock_cli({"status", "--nodes", comma_joined(nodes.urls()), "--key", "job"});
     BOOST_TEST(r.exit_code == 0, "stderr: " << r.err);
     BOOST_TEST(r.out.find("holder tok-1") != std::string::npos, "stdout: " << r.out);
     BOOST_TEST(r.out.find("ttl ") != std::string::npos);
     BOOST_TEST(r.out.find("held by tok-1 on 3 of 3 nodes") != std::string::npos, "stdout: " << r.out);
     BOOST_TEST(r.out.find("fencing counter: n/a") != std::string::npos);
 
-    r = redlock_cli({"status", "--nodes", join(nodes.urls()), "--key", "free-one"});
+    r = redlock_cli({"status", "--nodes", comma_joined(nodes.urls()), "--key", "free-one"});
     BOOST_TEST(r.exit_code == 0);
     BOOST_TEST(r.out.find("free on every reachable node") != std::string::npos, "stdout: " << r.out);
 
     nodes[0].kill();  // a quorum is left: 0, with a note
-    r = redlock_cli({"status", "--nodes", join(nodes.urls()), "--key", "job"});
+    r = redlock_cli({"status", "--nodes", comma_joined(nodes.urls()), "--key", "job"});
     BOOST_TEST(r.exit_code == 0);
     BOOST_TEST(r.out.find("unreachable") != std::string::npos, "stdout: " << r.out);
     BOOST_TEST(r.err.find("1 of 3 nodes unreachable") != std::string::npos, "stderr: " << r.err);
 
     nodes[1].kill();  // no quorum: 69
-    r = redlock_cli({"status", "--nodes", join(nodes.urls()), "--key", "job"});
+    r = redlock_cli({"status", "--nodes", comma_joined(nodes.urls()), "--key", "job"});
     BOOST_TEST(r.exit_code == 69);
     BOOST_TEST(r.err.find("only 1 of 3 nodes reachable") != std::string::npos, "stderr: " << r.err);
 }
@@ -386,14 +371,14 @@ BOOST_AUTO_TEST_CASE(status_sees_a_lock_held_by_exec)
     cluster nodes(3);
     const auto dir = make_temp_dir("redlock-cli-");
     const auto out = dir + "/out";
-    const pid_t pid = spawn_process({.args = {REDLOCK_CLI_PATH, "exec", "--nodes", join(nodes.urls()), "--key", "live",
-                                              "--", "sh", "-c", "echo token=$REDLOCK_TOKEN; sleep 30"},
+    const pid_t pid = spawn_process({.args = {REDLOCK_CLI_PATH, "exec", "--nodes", comma_joined(nodes.urls()), "--key",
+                                              "live", "--", "sh", "-c", "echo token=$REDLOCK_TOKEN; sleep 30"},
                                      .env = environment_with({}),
                                      .output_file = out});
-    BOOST_REQUIRE(wait_until([&] { return read_file(out).find("token=") != std::string::npos; }, 10s));
-    const auto text = read_file(out);
+    BOOST_REQUIRE(wait_until([&] { return file_contents(out).find("token=") != std::string::npos; }, 10s));
+    const auto text = file_contents(out);
     const auto token = text.substr(text.find("token=") + 6, 32);
-    auto r = redlock_cli({"status", "--nodes", join(nodes.urls()), "--key", "live"});
+    auto r = redlock_cli({"status", "--nodes", comma_joined(nodes.urls()), "--key", "live"});
     BOOST_TEST(r.exit_code == 0);
     BOOST_TEST(r.out.find("held by " + token + " on 3 of 3 nodes") != std::string::npos, "stdout: " << r.out);
     stop_process(pid, 5s);
@@ -406,8 +391,8 @@ BOOST_AUTO_TEST_CASE(bench_json_has_the_documented_keys)
     for (const char* scenario : {"uncontended", "contended"}) {
         BOOST_TEST_CONTEXT(scenario)
         {
-            auto r = redlock_cli({"bench", "--nodes", join(nodes.urls()), "--scenario", scenario, "--clients", "3",
-                                  "--duration", "700ms", "--json"});
+            auto r = redlock_cli({"bench", "--nodes", comma_joined(nodes.urls()), "--scenario", scenario, "--clients",
+                                  "3", "--duration", "700ms", "--json"});
             BOOST_TEST(r.exit_code == 0, "stderr: " << r.err);
             boost::json::error_code ec;
             auto doc = boost::json::parse(r.out, ec);
@@ -440,7 +425,7 @@ BOOST_AUTO_TEST_CASE(bench_json_has_the_documented_keys)
 BOOST_AUTO_TEST_CASE(bench_prints_a_table_and_fails_69_without_a_quorum)
 {
     cluster nodes(1);
-    auto r = redlock_cli({"bench", "--nodes", join(nodes.urls()), "--duration", "300ms", "--clients", "1"});
+    auto r = redlock_cli({"bench", "--nodes", comma_joined(nodes.urls()), "--duration", "300ms", "--clients", "1"});
     BOOST_TEST(r.exit_code == 0);
     BOOST_TEST(r.out.find("acquire") != std::string::npos, "stdout: " << r.out);
     BOOST_TEST(r.out.find("ops/s") != std::string::npos);
