@@ -104,11 +104,8 @@ asio::awaitable<std::tuple<error_code>> lease_state::extend()
 
 asio::awaitable<std::tuple<error_code>> lease_state::release()
 {
-    if (status_ == status::released) co_return std::tuple{error_code{}};  // idempotent
     const bool was_lost = status_ == status::lost;
-    status_ = status::released;
-    keeper_timer_.cancel();
-    finish_waiters(asio::error::operation_aborted);
+    if (!stop_holding()) co_return std::tuple{error_code{}};  // idempotent
     auto result = co_await client_->fan_out(lock_scripts::release_request(keys_, token_, options_.node_timeout),
                                             lock_scripts::classify_release, client_impl::until::all_answered);
     if (was_lost) co_return std::tuple{make_error_code(error::lost)};
@@ -119,12 +116,18 @@ asio::awaitable<std::tuple<error_code>> lease_state::release()
     co_return std::tuple{make_error_code(error::no_quorum)};
 }
 
-void lease_state::release_in_background()
+bool lease_state::stop_holding()
 {
-    if (status_ == status::released) return;
+    if (status_ == status::released) return false;
     status_ = status::released;
     keeper_timer_.cancel();
     finish_waiters(asio::error::operation_aborted);
+    return true;
+}
+
+void lease_state::release_in_background()
+{
+    if (!stop_holding()) return;
     client_->send_to_all(lock_scripts::release_request(keys_, token_, options_.node_timeout));
 }
 

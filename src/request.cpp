@@ -16,24 +16,37 @@ bool request::answered_by_push(std::string_view command) noexcept
     return std::any_of(std::begin(push_answered), std::end(push_answered), same);
 }
 
-void request::push_script(const script& s, std::initializer_list<arg> keys, std::initializer_list<arg> args)
+namespace {
+std::string_view view_of(const arg& a) noexcept
+{
+    return a.view();
+}
+std::string_view view_of(const std::string& text) noexcept
+{
+    return text;
+}
+
+// numkeys, keys..., args...: what follows the script in EVALSHA and EVAL.
+template <class Keys, class Args>
+std::vector<std::string> script_params(const Keys& keys, const Args& args)
 {
     std::vector<std::string> params;
     params.reserve(1 + keys.size() + args.size());
     params.push_back(std::to_string(keys.size()));
-    for (const auto& k : keys) params.emplace_back(k.view());
-    for (const auto& a : args) params.emplace_back(a.view());
-    push_script_params(s, std::move(params));
+    for (const auto& k : keys) params.emplace_back(view_of(k));
+    for (const auto& a : args) params.emplace_back(view_of(a));
+    return params;
+}
+}  // namespace
+
+void request::push_script(const script& s, std::initializer_list<arg> keys, std::initializer_list<arg> args)
+{
+    push_script_params(s, script_params(keys, args));
 }
 
 void request::push_script(const script& s, const std::vector<std::string>& keys, const std::vector<std::string>& args)
 {
-    std::vector<std::string> params;
-    params.reserve(1 + keys.size() + args.size());
-    params.push_back(std::to_string(keys.size()));
-    params.insert(params.end(), keys.begin(), keys.end());
-    params.insert(params.end(), args.begin(), args.end());
-    push_script_params(s, std::move(params));
+    push_script_params(s, script_params(keys, args));
 }
 
 void request::push_script_params(const script& s, std::vector<std::string> params)

@@ -48,6 +48,8 @@ private:
     static boost::asio::awaitable<void> keep(std::shared_ptr<lease_state> self);
     boost::asio::awaitable<error_code> extend_once();
     void declare_lost();
+    // Marks the lease released and stops the keeper and the loss waiters; false if it was released already.
+    bool stop_holding();
     void finish_waiters(error_code ec);
     void set_valid_until(clock::time_point t) noexcept
     {
