@@ -43,6 +43,8 @@ public:
                 return "not the owner of the lock";
             case error::lost:
                 return "the lease was lost";
+            case error::stale_token:
+                return "a newer fencing token has already written to the resource";
         }
         return "redlock error " + std::to_string(ev);
     }

@@ -16,10 +16,12 @@ namespace asio = boost::asio;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 lease_state::lease_state(std::shared_ptr<client_impl> client, std::vector<std::string> keys, std::string token,
-                         lock_options options, clock::time_point granted_at, clock::time_point valid_until)
+                         std::uint64_t fencing_token, lock_options options, clock::time_point granted_at,
+                         clock::time_point valid_until)
     : client_(std::move(client)),
       keys_(std::move(keys)),
       token_(std::move(token)),
+      fencing_token_(fencing_token),
       options_(options),
       valid_until_(valid_until.time_since_epoch().count()),
       acquired_at_(granted_at),
@@ -221,6 +223,11 @@ const std::string& lease::token() const noexcept
 {
     static const std::string none;
     return state_ ? state_->token() : none;
+}
+
+std::uint64_t lease::fencing_token() const noexcept
+{
+    return state_ ? state_->fencing_token() : 0;
 }
 
 std::chrono::steady_clock::time_point lease::valid_until() const noexcept

@@ -1,13 +1,19 @@
+#include "detail/fence_lua.hpp"
 #include "detail/lock_scripts.hpp"
 
+#include <redlock/detail/fencing.hpp>
 #include <redlock/detail/key_layout.hpp>
+
+#include <string_view>
 
 namespace redlock::detail::lock_scripts {
 
-const script& acquire()
-{
-    static const script s(R"lua(
-for i = 1, #KEYS do
+namespace {
+
+// The first `n` KEYS are the lock keys. Sets them all to the token (ARGV[1]) with the ttl (ARGV[2]) unless
+// another token holds one of them; then the script returns -(that holder's PTTL), or 0 if its key has no TTL.
+constexpr std::string_view grant_or_refuse = R"lua(
+for i = 1, n do
   local owner = redis.call('GET', KEYS[i])
   if owner and owner ~= ARGV[1] then
     local pttl = redis.call('PTTL', KEYS[i])
@@ -15,11 +21,75 @@ for i = 1, #KEYS do
     return 0
   end
 end
-for i = 1, #KEYS do
+for i = 1, n do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
 end
+)lua";
+
+// `highest_fence()`: the largest counter among KEYS[n + 1 ..], '0' if none is set.
+constexpr std::string_view highest_fence_function = R"lua(
+local function highest_fence()
+  local highest = '0'
+  for i = n + 1, #KEYS do
+    local f = fence_of(KEYS[i])
+    if less(highest, f) then highest = f end
+  end
+  return highest
+end
+)lua";
+
+script make_script(std::string_view key_count, std::initializer_list<std::string_view> parts)
+{
+    std::string text = "local n = ";
+    text.append(key_count).append("\n");
+    for (auto part : parts) text.append(part);
+    return script(std::move(text));
+}
+
+}  // namespace
+
+const script& acquire()
+{
+    static const script s = make_script("#KEYS", {grant_or_refuse, "return 1\n"});
+    return s;
+}
+
+const script& acquire_reading_fence()
+{
+    static const script s = make_script(
+        "#KEYS / 2", {fence_lua_functions, highest_fence_function, grant_or_refuse, "return {1, highest_fence()}\n"});
+    return s;
+}
+
+const script& acquire_incrementing_fence()
+{
+    // Every counter goes to 1 + the highest of them; INCR keeps the arithmetic exact.
+    static const script s =
+        make_script("#KEYS / 2", {fence_lua_functions, highest_fence_function, grant_or_refuse, R"lua(
+local highest = highest_fence()
+for i = n + 1, #KEYS do
+  if fence_of(KEYS[i]) ~= highest then redis.call('SET', KEYS[i], highest) end
+  redis.call('INCR', KEYS[i])
+end
+return {1, redis.call('GET', KEYS[#KEYS])}
+)lua"});
+    return s;
+}
+
+const script& commit_fence()
+{
+    static const script s = make_script("#KEYS / 2", {fence_lua_functions, R"lua(
+for i = 1, n do
+  if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
+end
+for i = n + 1, #KEYS do
+  if not less(fence_of(KEYS[i]), ARGV[2]) then return -1 end
+end
+for i = n + 1, #KEYS do
+  redis.call('SET', KEYS[i], ARGV[2])
+end
 return 1
-)lua");
+)lua"});
     return s;
 }
 
@@ -48,11 +118,41 @@ std::string release_channel(const std::string& key)
     return aux_name(key, "released");
 }
 
+namespace {
+// The lock keys followed by their fence counters.
+std::vector<std::string> keys_and_counters(const std::vector<std::string>& keys)
+{
+    auto all = keys;
+    for (const auto& key : keys) all.push_back(fence_counter_key(key));
+    return all;
+}
+}  // namespace
+
 request acquire_request(const std::vector<std::string>& keys, const std::string& token, std::chrono::milliseconds ttl,
-                        std::chrono::milliseconds node_timeout)
+                        std::chrono::milliseconds node_timeout, fence_step fence)
 {
     request req;
-    req.push_script(acquire(), keys, {token, std::to_string(ttl.count())});
+    const std::vector<std::string> args{token, std::to_string(ttl.count())};
+    switch (fence) {
+        case fence_step::none:
+            req.push_script(acquire(), keys, args);
+            break;
+        case fence_step::read:
+            req.push_script(acquire_reading_fence(), keys_and_counters(keys), args);
+            break;
+        case fence_step::increment:
+            req.push_script(acquire_incrementing_fence(), keys_and_counters(keys), args);
+            break;
+    }
+    req.set_timeout(node_timeout);
+    return req;
+}
+
+request commit_request(const std::vector<std::string>& keys, const std::string& token, std::uint64_t fence,
+                       std::chrono::milliseconds node_timeout)
+{
+    request req;
+    req.push_script(commit_fence(), keys_and_counters(keys), {token, std::to_string(fence)});
     req.set_timeout(node_timeout);
     return req;
 }
@@ -74,9 +174,33 @@ std::optional<std::int64_t> script_result(error_code ec, const response& resp)
     if (ec || resp.size() != 1) return std::nullopt;
     return resp[0].as_integer();
 }
+
+// A fenced grant: the array {1, counter}.
+const resp::value* fenced_grant(error_code ec, const response& resp)
+{
+    if (ec || resp.size() != 1 || resp[0].data_type != resp::type::array || resp[0].elements.size() != 2)
+        return nullptr;
+    if (resp[0].elements[0].as_integer() != 1) return nullptr;
+    return &resp[0].elements[1];
+}
 }  // namespace
 
 vote classify_acquire(error_code ec, const response& resp)
+{
+    if (fenced_grant(ec, resp)) return granted_fence(resp) ? vote::yes : vote::error;
+    auto n = script_result(ec, resp);
+    if (!n) return vote::error;
+    return *n == 1 ? vote::yes : vote::no;
+}
+
+std::optional<std::uint64_t> granted_fence(const response& resp)
+{
+    const auto* counter = fenced_grant({}, resp);
+    if (!counter) return std::nullopt;
+    return parse_fence(counter->text);
+}
+
+vote classify_commit(error_code ec, const response& resp)
 {
     auto n = script_result(ec, resp);
     if (!n) return vote::error;

@@ -2,6 +2,7 @@
 #include "detail/lease_state.hpp"
 #include "detail/lock_scripts.hpp"
 
+#include <redlock/detail/fencing.hpp>
 #include <redlock/detail/quorum.hpp>
 #include <redlock/detail/retry.hpp>
 #include <redlock/detail/token.hpp>
@@ -82,6 +83,49 @@ std::optional<ms> shortest_holder_ttl(const fan_out_state& result)
     return shortest;
 }
 
+std::string tally_text(const quorum_tally& tally, std::string_view yes, std::string_view no)
+{
+    return std::to_string(tally.yes()) + " of " + std::to_string(tally.nodes()) + " nodes " + std::string(yes) + ", " +
+           std::to_string(tally.no()) + " " + std::string(no) + ", " + std::to_string(tally.errors()) +
+           " failed; a quorum needs " + std::to_string(tally.quorum());
+}
+
+// The fencing token of a granted attempt. One node: the counter its acquire script incremented. N nodes:
+// phase 2, committing 1 + the highest counter the granting nodes reported on a quorum before the validity
+// ends (DESIGN.md, "Fencing tokens"). Nodes that granted after the decision may add their counters: a higher
+// token is as good.
+asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(client_impl& client, const fan_out_state& grants,
+                                                                   const std::vector<std::string>& keys,
+                                                                   const std::string& token, const lock_options& o,
+                                                                   clock::time_point until, diagnostics* diag)
+{
+    fence_maximum highest;
+    for (std::size_t i = 0; i < grants.replies.size(); ++i) {
+        if (!grants.results[i] || grants.votes[i] != vote::yes) continue;
+        if (auto counter = lock_scripts::granted_fence(grants.replies[i])) highest.add(*counter);
+    }
+    if (client.size() == 1) co_return std::tuple{error_code{}, highest.highest()};  // incremented by the acquire
+
+    const auto fence = highest.next();
+    auto result = co_await client.fan_out(lock_scripts::commit_request(keys, token, fence, o.node_timeout),
+                                          lock_scripts::classify_commit, client_impl::until::decided, until);
+    if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted), std::uint64_t{0}};
+    const auto& tally = result->tally;
+    error_code failure;
+    if (tally.decide() == quorum_tally::decision::reached)
+        failure = until - clock::now() > o.min_validity ? error_code{} : make_error_code(error::timeout);
+    else if (result->expired)
+        failure = error::timeout;
+    else
+        failure = tally.failed_by_errors() ? error::no_quorum : error::not_acquired;
+    if (failure && diag) {
+        diag->set_nodes(result->outcomes(client.nodes()));
+        diag->set_client_message("a quorum granted the lock, but committing fencing token " + std::to_string(fence) +
+                                 " did not succeed in time: " + tally_text(tally, "committed", "refused"));
+    }
+    co_return std::tuple{failure, fence};
+}
+
 // g++ 12 reports -Wmismatched-new-delete on the frame of this coroutine: a false positive (Asio's awaitable
 // frames come from its recycling allocator, whose new and delete match). Off for this function only.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -100,7 +144,10 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
     }
     if (o.node_timeout == ms(0)) o.node_timeout = default_node_timeout(o.ttl);
     const auto token = random_token();
-    const auto acquire = lock_scripts::acquire_request(keys, token, o.ttl, o.node_timeout);
+    const auto fence_step = !o.fencing            ? lock_scripts::fence_step::none
+                            : client->size() == 1 ? lock_scripts::fence_step::increment
+                                                  : lock_scripts::fence_step::read;
+    const auto acquire = lock_scripts::acquire_request(keys, token, o.ttl, o.node_timeout, fence_step);
     const auto release = lock_scripts::release_request(keys, token, o.node_timeout);
 
     const auto first_start = clock::now();
@@ -129,13 +176,10 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
         const auto until = valid_until(start, o.ttl, o.drift_factor);
         if (diag) diag->set_nodes(result->outcomes(client->nodes()));
         error_code failure;
-        if (tally.decide() == quorum_tally::decision::reached) {
-            const auto left = until - clock::now();
-            if (left > o.min_validity) {
-                auto state = std::make_shared<lease_state>(client, std::move(keys), token, o, start, until);
-                state->start();
-                co_return std::tuple{error_code{}, lease(std::move(state))};
-            }
+        if (tally.decide() != quorum_tally::decision::reached) {
+            failure = tally.failed_by_errors() ? error::no_quorum : error::not_acquired;
+            if (diag) diag->set_client_message(tally_text(tally, "granted", "refused"));
+        } else if (until - clock::now() <= o.min_validity) {
             failure = error::timeout;
             if (diag) {
                 diag->set_client_message("a quorum granted, but only after " +
@@ -143,12 +187,17 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
                                          " ms: the validity left was below the minimum");
             }
         } else {
-            failure = tally.failed_by_errors() ? error::no_quorum : error::not_acquired;
-            if (diag) {
-                diag->set_client_message(std::to_string(tally.yes()) + " of " + std::to_string(tally.nodes()) +
-                                         " nodes granted, " + std::to_string(tally.no()) + " refused, " +
-                                         std::to_string(tally.errors()) + " failed; a quorum needs " +
-                                         std::to_string(tally.quorum()));
+            std::uint64_t fence = 0;
+            if (o.fencing)
+                std::tie(failure, fence) = co_await issue_fence(*client, *result, keys, token, o, until, diag);
+            if (failure == asio::error::operation_aborted) {
+                client->send_to_all(release);
+                co_return std::tuple{failure, lease{}};
+            }
+            if (!failure) {
+                auto state = std::make_shared<lease_state>(client, std::move(keys), token, fence, o, start, until);
+                state->start();
+                co_return std::tuple{error_code{}, lease(std::move(state))};
             }
         }
         client->send_to_all(release);  // on all N nodes: a late grant may still land on the silent ones

@@ -26,6 +26,7 @@ enum class error {
     not_acquired,          ///< the nodes answered, but another owner holds the lock
     not_owner,             ///< extend or release of a lock that is not (or no longer) ours
     lost,                  ///< the lease expired or could not be extended in time
+    stale_token,           ///< a fenced write carried a fencing token below one the resource already accepted
 };
 
 /// Classes of errors, for `ec == redlock::condition::timeout` style tests.

@@ -8,6 +8,7 @@
 #include <boost/asio/deferred.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,11 @@ public:
     const std::vector<std::string>& keys() const noexcept;
     /// The random value stored in the keys: 128 bits from the OS CSPRNG, hex.
     const std::string& token() const noexcept;
+    /// With lock_options::fencing: a number above every fencing token of this lock issued before the lock call
+    /// began, and unlike any other holder's (DESIGN.md, "Fencing tokens"; doc/fencing.md). Pass it to the
+    /// resource with each write; the resource refuses a token below the highest it has seen (fenced_write).
+    /// 0 without fencing. It stays the same across extensions.
+    std::uint64_t fencing_token() const noexcept;
     /// Local deadline of the lease (steady clock): start of the last successful grant + ttl - drift.
     std::chrono::steady_clock::time_point valid_until() const noexcept;
     /// Time left until valid_until(); zero when past.

@@ -1,7 +1,11 @@
 // How a lock is taken and kept: TTL, waiting, per-node deadlines, retries, drift, watchdog.
 #pragma once
 
+#include <redlock/detail/key_layout.hpp>
+
 #include <chrono>
+#include <string>
+#include <string_view>
 
 namespace redlock {
 
@@ -29,9 +33,21 @@ struct lock_options {
     bool watchdog = false;
     /// Between watchdog extensions; 0 means ttl / 3.
     ms extend_interval{0};
+    /// Issue a fencing token with the lease (lease::fencing_token()): one node increments the lock's counter
+    /// in the acquire itself; N nodes add a second round trip, a commit on a quorum. The counters (`{key}:fence`,
+    /// or `key:fence` when the key has a hash tag) never expire; they must survive restarts on a majority of
+    /// nodes (appendonly yes, appendfsync always). See doc/fencing.md.
+    bool fencing = false;
     /// Maximum total hold time with the watchdog: extensions stop, and the lease ends (as lost) when its
     /// validity runs out. 0: no limit.
     ms max_hold{0};
 };
+
+/// The key of a lock's fence counter: `{key}:fence`, or `key:fence` when the key has a hash tag, so it shares
+/// the lock key's Redis Cluster slot.
+inline std::string fence_counter_key(std::string_view lock_key)
+{
+    return detail::aux_name(lock_key, "fence");
+}
 
 }  // namespace redlock

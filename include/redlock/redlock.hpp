@@ -5,6 +5,7 @@
 #include <redlock/connection.hpp>
 #include <redlock/diagnostics.hpp>
 #include <redlock/error.hpp>
+#include <redlock/fenced_write.hpp>
 #include <redlock/lease.hpp>
 #include <redlock/lock_options.hpp>
 #include <redlock/mutex.hpp>

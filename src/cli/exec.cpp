@@ -41,7 +41,7 @@ double ms_since(clock::time_point start)
     return std::chrono::duration<double, std::milli>(clock::now() - start).count();
 }
 
-std::vector<std::string> child_environment(const std::string& key, const std::string& token)
+std::vector<std::string> child_environment(const std::string& key, const lease& held)
 {
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
@@ -53,7 +53,8 @@ std::vector<std::string> child_environment(const std::string& key, const std::st
         env.emplace_back(entry);
     }
     env.push_back("REDLOCK_KEY=" + key);
-    env.push_back("REDLOCK_TOKEN=" + token);
+    env.push_back("REDLOCK_TOKEN=" + held.token());
+    if (held.fencing_token() != 0) env.push_back("REDLOCK_FENCING_TOKEN=" + std::to_string(held.fencing_token()));
     return env;
 }
 
@@ -232,6 +233,7 @@ asio::awaitable<int> exec_session::run()
     lock_options lo;
     lo.ttl = o_.ttl;
     lo.watchdog = o_.watchdog;
+    lo.fencing = o_.fencing;
     if (!o_.wait) {
         lo.wait = lock_options::wait_forever;
     } else {
@@ -265,6 +267,7 @@ asio::awaitable<int> exec_session::run()
         co_return busy ? exit_code::busy : exit_code::unavailable;
     }
     report_.detail("acquired '" + o_.key + "' in " + format_ms(ms_since(lock_start)) + ", token " + held.token() +
+                   (held.fencing_token() != 0 ? ", fencing token " + std::to_string(held.fencing_token()) : "") +
                    ", valid for " + std::to_string(held.validity().count()) + " ms");
     report_.detail_lines(describe_nodes(diag.nodes()));
 
@@ -278,7 +281,7 @@ asio::awaitable<int> exec_session::run_command(lease& held)
     child_spec spec;
     spec.path = path_;
     spec.argv = o_.command;
-    spec.env = child_environment(o_.key, held.token());
+    spec.env = child_environment(o_.key, held);
     spec.own_group = !in_terminal_foreground();
     spec.parent_death_signal = o_.kill_signal;  // if redlock dies, nobody keeps the lease: stop the command
     const auto run_start = clock::now();

@@ -34,7 +34,7 @@ options:
   --wait DURATION        how long to wait for the lock; default: wait forever; 0: one attempt
   --limit N              semaphore mode (N > 1 comes in a later release; only 1, a mutex, for now)
   --fair                 FIFO order among waiters (comes in a later release)
-  --fencing              obtain a fencing token (comes in a later release)
+  --fencing              obtain a fencing token: COMMAND gets it in REDLOCK_FENCING_TOKEN
   --no-watchdog          do not extend the lease; COMMAND is stopped when the TTL runs out
   --kill-signal SIG      signal sent to COMMAND when the lease is lost (default TERM), then KILL after
   --kill-grace DURATION  (default 5s)
@@ -42,8 +42,9 @@ options:
   -q, --quiet            nothing but errors on stderr
   -h, --help             this text
 
-COMMAND gets REDLOCK_KEY and REDLOCK_TOKEN (the lease token) in its environment; INT, TERM and HUP sent
-to redlock are forwarded to it.
+COMMAND gets REDLOCK_KEY and REDLOCK_TOKEN (the lease token), and with --fencing REDLOCK_FENCING_TOKEN (a
+number above every earlier holder's), in its environment; INT, TERM and HUP sent to redlock are forwarded
+to it.
 
 exit codes: COMMAND's own (128+N if it died by signal N) when the lease held to the end; 64 usage error;
 69 no quorum of nodes reachable until --wait ran out; 70 lease lost while COMMAND ran (COMMAND was
@@ -52,8 +53,8 @@ stopped); 75 the lock stayed held by others until --wait ran out; 126/127 COMMAN
 
 const char* status_help = R"(usage: redlock status [--nodes URL[,URL...]] --key NAME [-v]
 
-Shows, per node, whether it is reachable, who holds the lock (the token stored in the key) and its
-remaining TTL, then whether a quorum agrees on one holder.
+Shows, per node, whether it is reachable, who holds the lock (the token stored in the key), its remaining
+TTL and the lock's fence counter, then whether a quorum agrees on one holder and the highest counter.
 
 exit codes: 0 when a quorum of nodes is reachable (all of them, or a note says which are not);
 69 when fewer than a quorum are reachable; 64 usage error.
@@ -277,14 +278,13 @@ std::optional<exec_options> parse_exec(const std::vector<std::string>& args)
             "--fair (FIFO order among waiters) is not supported yet: it comes in a later release with "
             "semaphores and the fair lock",
             command);
-    if (vm["fencing"].as<bool>())
-        throw usage_error("--fencing is not supported yet: fencing tokens come in a later release", command);
 
     o.output = verbosity_flags(vm, command);
     o.key = key_flag(vm, command);
     o.ttl = ttl_flag(vm, o.ttl, command);
     if (vm.count("wait")) o.wait = duration_flag(vm, "wait", ms(0), command);
     o.watchdog = !vm["no-watchdog"].as<bool>();
+    o.fencing = vm["fencing"].as<bool>();
     o.kill_signal = SIGTERM;
     if (auto sig = string_flag(vm, "kill-signal")) {
         auto n = parse_signal(*sig);

@@ -33,6 +33,7 @@ struct exec_options {
     ms ttl{10'000};
     std::optional<ms> wait;  // nullopt: wait forever
     bool watchdog = true;
+    bool fencing = false;
     int kill_signal = 0;  // set by the parser (SIGTERM by default)
     ms kill_grace{5'000};
     verbosity output = verbosity::normal;

@@ -1,10 +1,13 @@
-// `redlock status`: per node, reachable or not, the holder's token (the key's value) and the remaining TTL.
+// `redlock status`: per node, reachable or not, the holder's token (the key's value), the remaining TTL and
+// the fence counter.
 // Plain GET and PTTL on one connection per node: it reads, it never changes anything.
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "signals.hpp"
 
 #include <redlock/connection.hpp>
+#include <redlock/detail/fencing.hpp>
+#include <redlock/lock_options.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -30,6 +33,7 @@ struct node_report {
     std::string problem;  // why unreachable, or a reply that is not a lock's (WRONGTYPE)
     std::optional<std::string> holder;
     std::int64_t pttl = -2;
+    std::optional<std::string> fence;  // the fence counter, if set
 };
 
 asio::awaitable<void> check_node(connection& conn, const std::string& key, node_report& r)
@@ -43,6 +47,7 @@ asio::awaitable<void> check_node(connection& conn, const std::string& key, node_
     request req;
     req.push("GET", key);
     req.push("PTTL", key);
+    req.push("GET", fence_counter_key(key));
     req.set_timeout(node_deadline);
     response resp;
     auto [xec] = co_await conn.async_exec(req, resp, use_tuple);
@@ -51,7 +56,7 @@ asio::awaitable<void> check_node(connection& conn, const std::string& key, node_
         co_return;
     }
     r.reachable = true;
-    if (resp.size() != 2) {
+    if (resp.size() != 3) {
         r.problem = "unexpected reply";
         co_return;
     }
@@ -61,6 +66,7 @@ asio::awaitable<void> check_node(connection& conn, const std::string& key, node_
         r.holder = resp[0].text;
     if (auto t = resp[1].as_integer()) r.pttl = *t;
     if (r.pttl == -2) r.holder.reset();  // expired between the two commands
+    if (!resp[2].is_null() && !resp[2].is_error()) r.fence = resp[2].text;
 }
 
 std::string describe(const node_report& r)
@@ -69,10 +75,30 @@ std::string describe(const node_report& r)
     if (!r.reachable) return line + "unreachable: " + (r.problem.empty() ? "no answer" : r.problem);
     line += "reachable  ";
     if (!r.problem.empty()) return line + r.problem;
-    if (!r.holder) return line + "free";
-    line += "holder " + *r.holder + "  ";
-    line += r.pttl >= 0 ? "ttl " + std::to_string(r.pttl) + " ms" : std::string("no expiry (not set by a lock)");
+    if (!r.holder) {
+        line += "free";
+    } else {
+        line += "holder " + *r.holder + "  ";
+        line += r.pttl >= 0 ? "ttl " + std::to_string(r.pttl) + " ms" : std::string("no expiry (not set by a lock)");
+    }
+    if (r.fence) line += "  fence " + *r.fence;
     return line;
+}
+
+// The highest counter is at least the last token issued; the next token will be above it.
+std::string fence_summary(const std::vector<node_report>& reports, const std::string& counter)
+{
+    std::optional<std::uint64_t> highest;
+    std::size_t set = 0;
+    for (const auto& r : reports) {
+        if (!r.fence) continue;
+        ++set;
+        if (auto f = detail::parse_fence(*r.fence); f && (!highest || *f > *highest)) highest = f;
+    }
+    if (set == 0) return "fencing counter: not set (" + counter + "): no fenced grant yet";
+    if (!highest) return "fencing counter: " + counter + " holds something that is not a number";
+    return "fencing counter: " + std::to_string(*highest) + " (" + counter + ", highest of " + std::to_string(set) +
+           " node(s)): the last fencing token issued is at most this, the next will be above it";
 }
 
 }  // namespace
@@ -147,7 +173,7 @@ int run_status(const status_options& o)
             out += "state: no quorum agrees on a holder (" + best->first + on +
                    "): a lock being taken, a failed attempt's leftovers, or a holder whose nodes are down\n";
     }
-    out += "fencing counter: n/a (fencing tokens come in a later release)\n";
+    out += fence_summary(reports, fence_counter_key(o.key)) + "\n";
     write_stdout(out);
 
     if (reachable < quorum) {

@@ -22,10 +22,12 @@ public:
     enum class status { held, released, lost };
 
     lease_state(std::shared_ptr<client_impl> client, std::vector<std::string> keys, std::string token,
-                lock_options options, clock::time_point granted_at, clock::time_point valid_until);
+                std::uint64_t fencing_token, lock_options options, clock::time_point granted_at,
+                clock::time_point valid_until);
 
     const std::vector<std::string>& keys() const noexcept { return keys_; }
     const std::string& token() const noexcept { return token_; }
+    std::uint64_t fencing_token() const noexcept { return fencing_token_; }
     clock::time_point valid_until() const noexcept
     {
         return clock::time_point(clock::duration(valid_until_.load(std::memory_order_relaxed)));
@@ -59,6 +61,7 @@ private:
     std::shared_ptr<client_impl> client_;
     std::vector<std::string> keys_;
     std::string token_;
+    std::uint64_t fencing_token_;
     lock_options options_;
     status status_ = status::held;
     std::atomic<clock::rep> valid_until_;

@@ -3,11 +3,13 @@
 
 #include <redlock/detail/quorum.hpp>
 #include <redlock/error.hpp>
+#include <redlock/lock_options.hpp>
 #include <redlock/request.hpp>
 #include <redlock/response.hpp>
 #include <redlock/script.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,23 +22,50 @@ namespace redlock::detail::lock_scripts {
 /// holder's key has no TTL.
 const script& acquire();
 
+/// Fencing, phase 1 over N nodes. KEYS: the lock keys, then their fence counters; ARGV as acquire(). Grants
+/// as acquire() does and then returns {1, the highest of the counters} (a decimal string, "0" if none is
+/// set), changing none of them.
+const script& acquire_reading_fence();
+
+/// Fencing on one node: as acquire_reading_fence(), but sets every counter to 1 + the highest and returns
+/// {1, that new value}: the token, in the same round trip.
+const script& acquire_incrementing_fence();
+
+/// Fencing, phase 2 over N nodes. KEYS as acquire_reading_fence(); ARGV: token, fence T. Sets every counter
+/// to T if the token still holds every lock key and every counter is below T (strictly: of two holders
+/// committing the same T on a node, only the first succeeds). Returns 1; 0 if the lock is not ours; -1 if a
+/// counter is at T or above.
+const script& commit_fence();
+
 /// KEYS: the lock keys; ARGV: token, then the release channel of each key. Deletes the keys that hold the
 /// token and publishes the token on their channels, so a waiter retries at once (the same token from N nodes
-/// is one release). The token tells nothing new: anyone who may read the key could read it. Returns how many it
-/// deleted, or
-/// -(how many another token holds).
+/// is one release). The token tells nothing new: anyone who may read the key could read it. Returns how many
+/// it deleted, or -(how many another token holds).
 const script& release();
 
 /// The channel a key's release is published on: in the key's hash slot.
 std::string release_channel(const std::string& key);
 
+/// What an acquire does with the fence counters.
+enum class fence_step {
+    none,       ///< plain lock, and every extension
+    read,       ///< phase 1 over N nodes
+    increment,  ///< one node: the token in the acquire's own round trip
+};
+
 /// The requests themselves, each with the per-node deadline.
 request acquire_request(const std::vector<std::string>& keys, const std::string& token, std::chrono::milliseconds ttl,
-                        std::chrono::milliseconds node_timeout);
+                        std::chrono::milliseconds node_timeout, fence_step fence = fence_step::none);
+request commit_request(const std::vector<std::string>& keys, const std::string& token, std::uint64_t fence,
+                       std::chrono::milliseconds node_timeout);
 request release_request(const std::vector<std::string>& keys, const std::string& token,
                         std::chrono::milliseconds node_timeout);
 
+/// Granted (1, or a fenced grant whose counter parses), refused (-PTTL or 0) or failed.
 vote classify_acquire(error_code ec, const response& resp);
+/// The counter a fenced grant returned.
+std::optional<std::uint64_t> granted_fence(const response& resp);
+vote classify_commit(error_code ec, const response& resp);
 vote classify_release(error_code ec, const response& resp);
 
 /// From a refused acquire: how long the holder's key lives on that node.

@@ -1,0 +1,98 @@
+// The resource side of fencing, for data kept in Redis: writes applied only if their fencing token is not
+// below the highest token the resource has accepted.
+#pragma once
+
+#include <redlock/connection.hpp>
+#include <redlock/error.hpp>
+#include <redlock/request.hpp>
+#include <redlock/response.hpp>
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/compose.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/post.hpp>
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+namespace redlock {
+
+/// Writes to apply under a fencing token (lease::fencing_token()), in one script that first compares the
+/// token with the resource's guard key: if the token is below the guard's value, nothing is written;
+/// otherwise the commands run in order and the guard takes the token. Equal tokens pass: one holder may
+/// write many times. The guard never expires and must outlive the lock's fence counter's tokens; on a Redis
+/// Cluster, the guard and every key written must share one hash slot (e.g. "{account:42}:fence" with
+/// "{account:42}:balance").
+class fenced_write {
+public:
+    fenced_write(std::string guard, std::uint64_t token);
+
+    /// One command writing `key`, with its other arguments after it: command("HSET", "user:7", {"name",
+    /// "Ada"}) runs HSET user:7 name Ada. Commands run atomically with the check. A command that fails
+    /// (WRONGTYPE) ends the script there: earlier commands stay applied, the guard does not advance.
+    fenced_write& command(std::string_view name, std::string key, std::initializer_list<arg> args = {});
+
+    const std::string& guard() const noexcept { return keys_.front(); }
+    std::uint64_t token() const noexcept { return token_; }
+
+    /// What is wrong with this write (token 0, no command, an empty key), or an empty string.
+    std::string invalid() const;
+    /// The script call, to pipeline with other commands on a connection; interpret its reply with outcome().
+    request to_request() const;
+    /// From the reply: success and the token (written), error::stale_token and the guard's newer token
+    /// (refused), or the request's error (error::server_error if a command failed: its text is in `resp`).
+    static std::tuple<error_code, std::uint64_t> outcome(error_code ec, const response& resp);
+
+private:
+    std::uint64_t token_;
+    std::vector<std::string> keys_;  // the guard, then the key of each command
+    std::vector<std::string> args_;  // the token, then per command: name, argument count, arguments
+};
+
+namespace detail {
+struct fenced_write_op {
+    struct exchange {
+        explicit exchange(request r) : req(std::move(r)) {}
+        request req;
+        response resp;
+    };
+    connection& conn;
+    std::unique_ptr<exchange> io;  // stays put while the op moves: async_exec keeps references to both
+    bool valid;
+    bool started = false;
+
+    template <class Self>
+    void operator()(Self& self, error_code ec = {})
+    {
+        if (!started) {
+            started = true;
+            if (!valid) return boost::asio::post(conn.get_executor(), std::move(self));
+            return conn.async_exec(io->req, io->resp, std::move(self));
+        }
+        if (!valid) return self.complete(make_error_code(error::invalid_argument), std::uint64_t{0});
+        auto [result, resource_token] = fenced_write::outcome(ec, io->resp);
+        self.complete(result, resource_token);
+    }
+};
+}  // namespace detail
+
+/// Sends `write` on `conn` (usually the Redis that keeps the resource, not a lock node).
+/// Completes with: success and the token, the write applied; error::stale_token and the newer token the
+/// resource already accepted (nothing written: this holder's lease has been superseded, stop writing);
+/// error::invalid_argument before any I/O; or the connection's errors (async_exec), with 0.
+/// Signature: void(error_code, std::uint64_t). Cancellation: as connection::async_exec.
+template <boost::asio::completion_token_for<void(error_code, std::uint64_t)> Token = boost::asio::deferred_t>
+auto async_fenced_write(connection& conn, const fenced_write& write, Token&& token = {})
+{
+    return boost::asio::async_compose<Token, void(error_code, std::uint64_t)>(
+        detail::fenced_write_op{conn, std::make_unique<detail::fenced_write_op::exchange>(write.to_request()),
+                                write.invalid().empty()},
+        token, conn);
+}
+
+}  // namespace redlock

@@ -1,0 +1,75 @@
+#include "detail/fence_lua.hpp"
+
+#include <redlock/detail/fencing.hpp>
+#include <redlock/fenced_write.hpp>
+#include <redlock/script.hpp>
+
+namespace redlock {
+
+namespace {
+
+// KEYS[1]: the guard; KEYS[2 ..]: the key of each command. ARGV[1]: the token; then per command: its name,
+// how many arguments follow the key, the arguments. Returns {1, token} or {0, the guard's newer token}.
+const script& fenced_write_script()
+{
+    static const script s(std::string(detail::fence_lua_functions) + R"lua(
+local last = fence_of(KEYS[1])
+if less(ARGV[1], last) then return {0, last} end
+local a = 2
+for k = 2, #KEYS do
+  local count = tonumber(ARGV[a + 1])
+  redis.call(ARGV[a], KEYS[k], unpack(ARGV, a + 2, a + 1 + count))
+  a = a + 2 + count
+end
+if last ~= ARGV[1] then redis.call('SET', KEYS[1], ARGV[1]) end
+return {1, ARGV[1]}
+)lua");
+    return s;
+}
+
+}  // namespace
+
+fenced_write::fenced_write(std::string guard, std::uint64_t token)
+    : token_(token), keys_{std::move(guard)}, args_{std::to_string(token)}
+{}
+
+fenced_write& fenced_write::command(std::string_view name, std::string key, std::initializer_list<arg> args)
+{
+    keys_.push_back(std::move(key));
+    args_.emplace_back(name);
+    args_.push_back(std::to_string(args.size()));
+    for (const auto& a : args) args_.emplace_back(a.view());
+    return *this;
+}
+
+std::string fenced_write::invalid() const
+{
+    if (token_ == 0) return "fencing token 0: the lease was taken without lock_options::fencing";
+    if (token_ > std::uint64_t(INT64_MAX)) return "the fencing token is beyond the range of a Redis counter";
+    if (keys_.front().empty()) return "the guard key is empty";
+    if (keys_.size() == 1) return "a fenced write needs a command";
+    for (std::size_t i = 1; i < keys_.size(); ++i)
+        if (keys_[i].empty()) return "a fenced command's key is empty";
+    return {};
+}
+
+request fenced_write::to_request() const
+{
+    request req;
+    req.push_script(fenced_write_script(), keys_, args_);
+    return req;
+}
+
+std::tuple<error_code, std::uint64_t> fenced_write::outcome(error_code ec, const response& resp)
+{
+    if (ec) return {ec, 0};
+    if (resp.size() != 1 || resp[0].data_type != resp::type::array || resp[0].elements.size() != 2)
+        return {make_error_code(error::protocol_error), 0};
+    const auto applied = resp[0].elements[0].as_integer();
+    const auto resource_token = detail::parse_fence(resp[0].elements[1].text);
+    if (!applied || !resource_token) return {make_error_code(error::protocol_error), 0};
+    if (*applied != 1) return {make_error_code(error::stale_token), *resource_token};
+    return {error_code{}, *resource_token};
+}
+
+}  // namespace redlock
