@@ -61,6 +61,7 @@ public:
             cancels_.push_back(std::make_unique<asio::cancellation_signal>());
         }
         result_.scenario = contended() ? "contended" : "uncontended";
+        result_.fencing = o_.fencing;
         result_.nodes = o.nodes.size();
         result_.clients = o.clients;
         result_.has_handoff = contended();
@@ -130,6 +131,7 @@ asio::awaitable<void> bench_run::worker(int index)
     while (!stopping_ && clock::now() < end_) {
         lock_options lo;
         lo.ttl = o_.ttl;
+        lo.fencing = o_.fencing;
         // Uncontended: one attempt, so the latency is the protocol's alone. Contended: wait for our turn,
         // but not past the end of the run.
         lo.wait = contended() ? std::max(milliseconds(0), std::chrono::ceil<milliseconds>(end_ - clock::now()))

@@ -44,6 +44,7 @@ std::string to_json(bench_result r)
 {
     std::string out = "{";
     out += "\"scenario\":\"" + r.scenario + "\"";
+    out += std::string(",\"fencing\":") + (r.fencing ? "true" : "false");
     out += ",\"nodes\":" + std::to_string(r.nodes);
     out += ",\"clients\":" + std::to_string(r.clients);
     out += ",\"ops\":" + std::to_string(r.ops);
@@ -62,7 +63,7 @@ std::string to_json(bench_result r)
 std::string to_table(bench_result r)
 {
     std::string out;
-    out += "scenario     " + r.scenario + "\n";
+    out += "scenario     " + r.scenario + (r.fencing ? ", with fencing tokens" : "") + "\n";
     out += "nodes        " + std::to_string(r.nodes) + "\n";
     out += "clients      " + std::to_string(r.clients) + "\n";
     out += "duration     " + fixed(r.seconds, 2) + " s\n";

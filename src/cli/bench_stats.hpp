@@ -13,6 +13,7 @@ std::optional<std::int64_t> percentile(std::vector<std::int64_t>& samples, doubl
 
 struct bench_result {
     std::string scenario;
+    bool fencing = false;
     std::size_t nodes = 0;
     int clients = 0;
     std::uint64_t ops = 0;
@@ -24,7 +25,7 @@ struct bench_result {
     std::uint64_t grants = 0;  // contended: successful acquires (handoff_us.size() of them went to another client)
 };
 
-// Exactly the keys scenario, nodes, clients, ops, ops_per_sec, acquire_us {p50,p90,p99,max},
+// Exactly the keys scenario, fencing, nodes, clients, ops, ops_per_sec, acquire_us {p50,p90,p99,max},
 // handoff_us {p50,p99}, errors; a percentile without samples (handoff when uncontended) is null.
 std::string to_json(bench_result r);
 std::string to_table(bench_result r);

@@ -61,14 +61,14 @@ exit codes: 0 when a quorum of nodes is reachable (all of them, or a note says w
 )";
 
 const char* bench_help = R"(usage: redlock bench [--nodes URL[,URL...]] [--scenario uncontended|contended] [--clients C]
-                     [--duration D] [--ttl T] [--json]
+                     [--duration D] [--ttl T] [--fencing] [--json]
 
 Measures lock latency and throughput against the nodes.
   uncontended  C clients, each locking and releasing its own key in a loop (default)
   contended    C clients on one key, each holding it about 1 ms; also measures the handoff gap (from one
                release completing to the next acquire completing)
-options: --clients C (default 4), --duration D (default 5s), --ttl T (default 10s), --json (one JSON
-object on stdout instead of the table), -v.
+options: --clients C (default 4), --duration D (default 5s), --ttl T (default 10s), --fencing (every
+lock takes a fencing token), --json (one JSON object on stdout instead of the table), -v.
 
 exit codes: 0 after the run; 69 when a quorum of nodes is not reachable at the start; 64 usage error.
 )";
@@ -328,7 +328,8 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
     po::options_description desc;
     add_common(desc);
     desc.add_options()("scenario", po::value<std::string>())("clients", po::value<std::string>())(
-        "duration", po::value<std::string>())("ttl", po::value<std::string>())("json", po::bool_switch());
+        "duration", po::value<std::string>())("ttl", po::value<std::string>())("fencing", po::bool_switch())(
+        "json", po::bool_switch());
     auto vm = parse_into(desc, args, command);
     if (vm["help"].as<bool>()) {
         write_stdout(bench_help);
@@ -349,6 +350,7 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
     o.duration = duration_flag(vm, "duration", o.duration, command);
     if (o.duration <= ms(0)) throw usage_error("--duration must be positive", command);
     o.ttl = ttl_flag(vm, o.ttl, command);
+    o.fencing = vm["fencing"].as<bool>();
     o.json = vm["json"].as<bool>();
     o.nodes = parse_nodes(nodes_flag(vm), command);
     return o;

@@ -53,6 +53,7 @@ struct bench_options {
     int clients = 4;
     ms duration{5'000};
     ms ttl{10'000};
+    bool fencing = false;
     bool json = false;
     verbosity output = verbosity::normal;
 };

@@ -421,10 +421,11 @@ BOOST_AUTO_TEST_CASE(bench_json_has_the_documented_keys)
             const auto& o = doc.as_object();
             std::vector<std::string> keys;
             for (const auto& kv : o) keys.emplace_back(kv.key());
-            BOOST_TEST(keys == (std::vector<std::string>{"scenario", "nodes", "clients", "ops", "ops_per_sec",
-                                                         "acquire_us", "handoff_us", "errors"}),
+            BOOST_TEST(keys == (std::vector<std::string>{"scenario", "fencing", "nodes", "clients", "ops",
+                                                         "ops_per_sec", "acquire_us", "handoff_us", "errors"}),
                        boost::test_tools::per_element());
             BOOST_TEST(o.at("scenario").as_string() == scenario);
+            BOOST_TEST(o.at("fencing").as_bool() == false);
             BOOST_TEST(o.at("nodes").as_int64() == 3);
             BOOST_TEST(o.at("clients").as_int64() == 3);
             BOOST_TEST(o.at("ops").as_int64() > 0);

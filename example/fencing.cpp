@@ -1,0 +1,106 @@
+// Kleppmann's scenario, fenced: holder A takes a short lease and stalls past its expiry; B takes the lock and
+// writes the report; A wakes up and writes too, and the resource refuses A's write because its fencing token
+// is older than B's.
+// Usage: redlock_example_fencing [URL,URL,...]
+// The lock node URLs come from the argument, else from $REDLOCK_NODES (comma-separated), else
+// redis://127.0.0.1:6379. The report is kept on the first node (in practice, any Redis of yours).
+#include <redlock/redlock.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+std::vector<redlock::node_config> node_list(int argc, char** argv)
+{
+    const char* env = std::getenv("REDLOCK_NODES");
+    std::string list = argc > 1 ? argv[1] : env && *env ? env : "redis://127.0.0.1:6379";
+    std::vector<redlock::node_config> nodes;
+    for (std::size_t begin = 0; begin <= list.size();) {
+        auto end = list.find(',', begin);
+        if (end == std::string::npos) end = list.size();
+        if (end > begin) nodes.push_back(redlock::parse_url(list.substr(begin, end - begin)));
+        begin = end + 1;
+    }
+    return nodes;
+}
+
+asio::awaitable<void> stall(std::chrono::milliseconds d)
+{
+    asio::steady_timer timer(co_await asio::this_coro::executor, d);
+    co_await timer.async_wait(use_tuple);
+}
+
+// Writes the report only if no newer holder has written it: the guard key keeps the highest token accepted.
+asio::awaitable<bool> write_report(redlock::connection& store, std::uint64_t fencing_token, const std::string& text)
+{
+    redlock::fenced_write w("{report:2026-11}:guard", fencing_token);
+    w.command("SET", "{report:2026-11}:body", {text});
+    auto [ec, newest] = co_await redlock::async_fenced_write(store, w, use_tuple);
+    if (ec == redlock::error::stale_token) {
+        std::cout << "  token " << fencing_token << " refused: token " << newest << " has written; stop\n";
+        co_return false;
+    }
+    if (ec) throw std::system_error(ec);
+    std::cout << "  token " << fencing_token << " wrote \"" << text << "\"\n";
+    co_return true;
+}
+
+asio::awaitable<void> run(redlock::client& a, redlock::client& b, redlock::connection& store)
+{
+    co_await a.async_connect(asio::use_awaitable);
+    co_await b.async_connect(asio::use_awaitable);
+    co_await store.async_connect(asio::use_awaitable);
+    std::cout << "lock on " << a.size() << " node(s), quorum " << a.quorum() << "\n";
+
+    const redlock::lock_options fenced{.ttl = 500ms, .fencing = true};
+    redlock::mutex lock_a(a, "report:2026-11", fenced);
+    auto lease_a = co_await lock_a.async_lock(asio::use_awaitable);
+    std::cout << "A holds the lock, fencing token " << lease_a.fencing_token() << ", then stalls for 1 s\n";
+    co_await stall(1s);  // past its 500 ms TTL, without a watchdog: a GC pause, a stopped process
+
+    redlock::mutex lock_b(b, "report:2026-11", {.ttl = 10s, .fencing = true});
+    auto lease_b = co_await lock_b.async_lock(asio::use_awaitable);
+    std::cout << "B holds the lock, fencing token " << lease_b.fencing_token() << "\n";
+    co_await write_report(store, lease_b.fencing_token(), "written by B");
+
+    std::cout << "A wakes up, still believing it holds the lock:\n";
+    const bool a_wrote = co_await write_report(store, lease_a.fencing_token(), "written by A");
+    co_await lease_b.async_release(use_tuple);
+    co_await lease_a.async_release(use_tuple);  // error::lost: A's lease had expired
+    std::cout << (a_wrote ? "FAILED: the stale holder overwrote the report\n"
+                          : "the report is B's: the stale holder was fenced out\n");
+    if (a_wrote) std::exit(1);
+}
+
+int main(int argc, char** argv)
+{
+    try {
+        auto nodes = node_list(argc, argv);
+        asio::io_context ctx;
+        redlock::client a(ctx.get_executor(), nodes);
+        redlock::client b(ctx.get_executor(), nodes);
+        redlock::connection store(ctx.get_executor(), nodes.front());
+        asio::co_spawn(ctx, run(a, b, store), [&](std::exception_ptr e) {
+            a.close();
+            b.close();
+            store.close();
+            if (e) std::rethrow_exception(e);
+        });
+        ctx.run();
+    } catch (const std::exception& e) {
+        std::cerr << "fencing: " << e.what() << "\n";
+        return 1;
+    }
+}
