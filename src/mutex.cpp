@@ -104,7 +104,10 @@ asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(client_impl& 
         if (!grants.results[i] || grants.votes[i] != vote::yes) continue;
         if (auto counter = lock_scripts::granted_fence(grants.replies[i])) highest.add(*counter);
     }
-    if (client.size() == 1) co_return std::tuple{error_code{}, highest.highest()};  // incremented by the acquire
+    if (client.size() == 1) {  // the acquire script incremented the counter: its value is the token
+        if (highest.highest() == 0) co_return std::tuple{make_error_code(error::protocol_error), std::uint64_t{0}};
+        co_return std::tuple{error_code{}, highest.highest()};
+    }
 
     const auto fence = highest.next();
     auto result = co_await client.fan_out(lock_scripts::commit_request(keys, token, fence, o.node_timeout),
@@ -120,8 +123,9 @@ asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(client_impl& 
         failure = tally.failed_by_errors() ? error::no_quorum : error::not_acquired;
     if (failure && diag) {
         diag->set_nodes(result->outcomes(client.nodes()));
-        diag->set_client_message("a quorum granted the lock, but committing fencing token " + std::to_string(fence) +
-                                 " did not succeed in time: " + tally_text(tally, "committed", "refused"));
+        diag->set_client_message(
+            "a quorum granted the lock, but fencing token " + std::to_string(fence) +
+            " was not committed on a quorum in time: " + tally_text(tally, "committed", "refused"));
     }
     co_return std::tuple{failure, fence};
 }

@@ -10,6 +10,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
@@ -18,18 +19,29 @@
 
 namespace redlock::test {
 
+/// A node's config for lock tests: reconnecting fast after a kill or restart.
+inline node_config fast_reconnecting(const std::string& url)
+{
+    auto c = parse_url(url);
+    c.connect_timeout = std::chrono::milliseconds(300);
+    c.reconnect_min_delay = std::chrono::milliseconds(20);
+    c.reconnect_max_delay = std::chrono::milliseconds(200);
+    return c;
+}
+
 /// The cluster's nodes, reconnecting fast after a kill or restart.
 inline std::vector<node_config> configs(const cluster& nodes)
 {
     std::vector<node_config> out;
-    for (auto& url : nodes.urls()) {
-        auto c = parse_url(url);
-        c.connect_timeout = std::chrono::milliseconds(300);
-        c.reconnect_min_delay = std::chrono::milliseconds(20);
-        c.reconnect_max_delay = std::chrono::milliseconds(200);
-        out.push_back(c);
-    }
+    for (auto& url : nodes.urls()) out.push_back(fast_reconnecting(url));
     return out;
+}
+
+/// The same nodes listed from the `by`-th on: clients must agree whatever order they list the nodes in.
+inline std::vector<node_config> rotated(std::vector<node_config> nodes, std::size_t by)
+{
+    std::rotate(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(by % nodes.size()), nodes.end());
+    return nodes;
 }
 
 inline boost::asio::awaitable<void> sleep_for(std::chrono::milliseconds d)

@@ -31,6 +31,7 @@ using redlock::test::cluster;
 using redlock::test::configs;
 using redlock::test::node_options;
 using redlock::test::redis_node;
+using redlock::test::rotated;
 using redlock::test::run_coro;
 using redlock::test::sleep_for;
 using steady = std::chrono::steady_clock;
@@ -53,13 +54,6 @@ node_options skewable()
     return o;
 }
 
-// The same nodes as `base`, listed from the `by`-th on: clients that list the nodes in other orders.
-std::vector<node_config> rotated(std::vector<node_config> base, std::size_t by)
-{
-    std::rotate(base.begin(), base.begin() + static_cast<std::ptrdiff_t>(by % base.size()), base.end());
-    return base;
-}
-
 std::vector<node_config> reversed(std::vector<node_config> base)
 {
     std::reverse(base.begin(), base.end());
@@ -70,13 +64,7 @@ std::vector<node_config> reversed(std::vector<node_config> base)
 std::vector<node_config> configs_of(const std::vector<const redis_node*>& nodes)
 {
     std::vector<node_config> out;
-    for (const auto* node : nodes) {
-        auto c = redlock::parse_url(node->url());
-        c.connect_timeout = 300ms;
-        c.reconnect_min_delay = 20ms;
-        c.reconnect_max_delay = 200ms;
-        out.push_back(c);
-    }
+    for (const auto* node : nodes) out.push_back(redlock::test::fast_reconnecting(node->url()));
     return out;
 }
 

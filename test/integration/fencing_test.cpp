@@ -20,6 +20,7 @@ using redlock::error;
 using redlock::fenced_write;
 using redlock::test::cluster;
 using redlock::test::configs;
+using redlock::test::rotated;
 using redlock::test::run_coro;
 using redlock::test::sleep_for;
 using steady = std::chrono::steady_clock;
@@ -28,14 +29,6 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 namespace {
 
 const redlock::lock_options fenced{.ttl = 5000ms, .node_timeout = 500ms, .fencing = true};
-
-// The cluster's nodes, listed from the `first`-th on: clients must agree on tokens whatever their order.
-std::vector<redlock::node_config> rotated(const cluster& nodes, std::size_t first)
-{
-    auto c = configs(nodes);
-    std::rotate(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(first % c.size()), c.end());
-    return c;
-}
 
 // A plain connection to a node that keeps a resource.
 redlock::connection resource_connection(asio::io_context& ctx, const redlock::test::redis_node& node)
@@ -51,7 +44,7 @@ BOOST_DATA_TEST_CASE(tokens_strictly_increase_over_successive_holders, data::mak
     asio::io_context ctx;
     std::vector<std::unique_ptr<redlock::client>> clients;
     for (std::size_t i = 0; i < 3; ++i)
-        clients.push_back(std::make_unique<redlock::client>(ctx.get_executor(), rotated(nodes, i)));
+        clients.push_back(std::make_unique<redlock::client>(ctx.get_executor(), rotated(configs(nodes), i)));
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         for (auto& c : clients) co_await c->async_connect(asio::use_awaitable);
         std::vector<std::uint64_t> tokens;
@@ -81,7 +74,7 @@ BOOST_DATA_TEST_CASE(contenders_never_share_a_token, data::make({1, 3}), n)
     asio::io_context ctx;
     std::vector<std::unique_ptr<redlock::client>> clients;
     for (std::size_t i = 0; i < 4; ++i)
-        clients.push_back(std::make_unique<redlock::client>(ctx.get_executor(), rotated(nodes, i)));
+        clients.push_back(std::make_unique<redlock::client>(ctx.get_executor(), rotated(configs(nodes), i)));
     std::vector<std::uint64_t> tokens;
     std::size_t running = clients.size();
     for (auto& c : clients) {
@@ -318,8 +311,8 @@ BOOST_DATA_TEST_CASE(a_suspended_holder_is_fenced_out_by_the_next_one, data::mak
     cluster nodes(n);
     redlock::test::redis_node store;
     asio::io_context ctx;
-    redlock::client a(ctx.get_executor(), rotated(nodes, 0));
-    redlock::client b(ctx.get_executor(), rotated(nodes, 1));
+    redlock::client a(ctx.get_executor(), rotated(configs(nodes), 0));
+    redlock::client b(ctx.get_executor(), rotated(configs(nodes), 1));
     auto conn = resource_connection(ctx, store);
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         co_await a.async_connect(asio::use_awaitable);
