@@ -60,13 +60,13 @@ request fenced_write::to_request() const
     return req;
 }
 
-std::tuple<error_code, std::uint64_t> fenced_write::outcome(error_code ec, const response& resp)
+std::tuple<error_code, std::uint64_t> fenced_write::outcome(const resp::value& reply)
 {
-    if (ec) return {ec, 0};
-    if (resp.size() != 1 || resp[0].data_type != resp::type::array || resp[0].elements.size() != 2)
+    if (reply.is_error()) return {make_error_code(error::server_error), 0};
+    if (reply.data_type != resp::type::array || reply.elements.size() != 2)
         return {make_error_code(error::protocol_error), 0};
-    const auto applied = resp[0].elements[0].as_integer();
-    const auto resource_token = detail::parse_fence(resp[0].elements[1].text);
+    const auto applied = reply.elements[0].as_integer();
+    const auto resource_token = detail::parse_fence(reply.elements[1].text);
     if (!applied || !resource_token) return {make_error_code(error::protocol_error), 0};
     if (*applied != 1) return {make_error_code(error::stale_token), *resource_token};
     return {error_code{}, *resource_token};

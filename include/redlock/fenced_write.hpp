@@ -25,9 +25,9 @@ namespace redlock {
 /// Writes to apply under a fencing token (lease::fencing_token()), in one script that first compares the
 /// token with the resource's guard key: if the token is below the guard's value, nothing is written;
 /// otherwise the commands run in order and the guard takes the token. Equal tokens pass: one holder may
-/// write many times. The guard never expires and must outlive the lock's fence counter's tokens; on a Redis
-/// Cluster, the guard and every key written must share one hash slot (e.g. "{account:42}:fence" with
-/// "{account:42}:balance").
+/// write many times. Give the guard no TTL: it must remember the highest token for as long as an older holder
+/// might still write. On a Redis Cluster, the guard and every key written must share one hash slot (e.g.
+/// "{account:42}:fence" with "{account:42}:balance").
 class fenced_write {
 public:
     fenced_write(std::string guard, std::uint64_t token);
@@ -44,9 +44,10 @@ public:
     std::string invalid() const;
     /// The script call, to pipeline with other commands on a connection; interpret its reply with outcome().
     request to_request() const;
-    /// From the reply: success and the token (written), error::stale_token and the guard's newer token
-    /// (refused), or the request's error (error::server_error if a command failed: its text is in `resp`).
-    static std::tuple<error_code, std::uint64_t> outcome(error_code ec, const response& resp);
+    /// From the script's reply: success and the token (written), error::stale_token and the guard's newer
+    /// token (refused), error::server_error for an error reply (a command failed: the reply holds its text),
+    /// error::protocol_error for anything else.
+    static std::tuple<error_code, std::uint64_t> outcome(const resp::value& reply);
 
 private:
     std::uint64_t token_;
@@ -75,7 +76,9 @@ struct fenced_write_op {
             return conn.async_exec(io->req, io->resp, std::move(self));
         }
         if (!valid) return self.complete(make_error_code(error::invalid_argument), std::uint64_t{0});
-        auto [result, resource_token] = fenced_write::outcome(ec, io->resp);
+        if (ec && ec != error::server_error) return self.complete(ec, std::uint64_t{0});
+        if (io->resp.size() != 1) return self.complete(make_error_code(error::protocol_error), std::uint64_t{0});
+        auto [result, resource_token] = fenced_write::outcome(io->resp.front());
         self.complete(result, resource_token);
     }
 };

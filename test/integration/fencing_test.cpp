@@ -239,6 +239,20 @@ BOOST_AUTO_TEST_CASE(fenced_writes_apply_in_order_and_refuse_older_tokens)
         std::tie(ec, at) = co_await redlock::async_fenced_write(conn, removal, use_tuple);
         BOOST_TEST(!ec);
         BOOST_TEST(store.cli({"EXISTS", "{acct:7}:meta"}) == "0");
+
+        // Pipelined with other commands on the caller's own request.
+        fenced_write deposit("{acct:7}:guard", 10);
+        deposit.command("INCRBY", "{acct:7}:balance", {50});
+        auto req = deposit.to_request();
+        req.push("GET", "{acct:7}:balance");
+        redlock::response resp;
+        auto [xec] = co_await conn.async_exec(req, resp, use_tuple);
+        BOOST_TEST(!xec);
+        BOOST_REQUIRE(resp.size() == 2u);
+        std::tie(ec, at) = fenced_write::outcome(resp[0]);
+        BOOST_TEST(!ec);
+        BOOST_TEST(at == 10u);
+        BOOST_TEST(resp[1].text == "950");
     });
 }
 

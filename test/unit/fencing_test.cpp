@@ -35,6 +35,13 @@ resp::value array(std::vector<resp::value> elements)
     v.elements = std::move(elements);
     return v;
 }
+resp::value error_reply(std::string text)
+{
+    resp::value v;
+    v.data_type = resp::type::simple_error;
+    v.text = std::move(text);
+    return v;
+}
 redlock::response reply(resp::value v)
 {
     return redlock::response{std::move(v)};
@@ -80,16 +87,16 @@ BOOST_AUTO_TEST_CASE(fenced_grants_refusals_and_failures_are_told_apart)
 BOOST_AUTO_TEST_CASE(fenced_write_outcomes)
 {
     using redlock::fenced_write;
-    auto [ok, at] = fenced_write::outcome({}, reply(array({integer(1), bulk("12")})));
+    auto [ok, at] = fenced_write::outcome(array({integer(1), bulk("12")}));
     BOOST_TEST(!ok);
     BOOST_TEST(at == 12u);
-    auto [stale, newer] = fenced_write::outcome({}, reply(array({integer(0), bulk("30")})));
+    auto [stale, newer] = fenced_write::outcome(array({integer(0), bulk("30")}));
     BOOST_TEST(stale == error::stale_token);
     BOOST_TEST(newer == 30u);
-    auto [failed, none] = fenced_write::outcome(make_error_code(error::server_error), {});
+    auto [failed, none] = fenced_write::outcome(error_reply("ERR WRONGTYPE"));
     BOOST_TEST(failed == error::server_error);
     BOOST_TEST(none == 0u);
-    auto [malformed, zero] = fenced_write::outcome({}, reply(integer(1)));
+    auto [malformed, zero] = fenced_write::outcome(integer(1));
     BOOST_TEST(malformed == error::protocol_error);
     BOOST_TEST(zero == 0u);
 }
