@@ -187,7 +187,7 @@ const resp::value* fenced_grant(error_code ec, const response& resp)
 
 vote classify_acquire(error_code ec, const response& resp)
 {
-    if (fenced_grant(ec, resp)) return granted_fence(resp) ? vote::yes : vote::error;
+    if (const auto* counter = fenced_grant(ec, resp)) return parse_fence(counter->text) ? vote::yes : vote::error;
     auto n = script_result(ec, resp);
     if (!n) return vote::error;
     return *n == 1 ? vote::yes : vote::no;

@@ -6,42 +6,20 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <common/resp_values.hpp>
+
 using redlock::error;
 using redlock::detail::fence_maximum;
 using redlock::detail::parse_fence;
 using redlock::detail::vote;
 namespace scripts = redlock::detail::lock_scripts;
 namespace resp = redlock::resp;
+using redlock::test::array;
+using redlock::test::bulk;
+using redlock::test::error_reply;
+using redlock::test::integer;
 
 namespace {
-resp::value integer(std::int64_t n)
-{
-    resp::value v;
-    v.data_type = resp::type::integer;
-    v.text = std::to_string(n);
-    return v;
-}
-resp::value bulk(std::string text)
-{
-    resp::value v;
-    v.data_type = resp::type::bulk_string;
-    v.text = std::move(text);
-    return v;
-}
-resp::value array(std::vector<resp::value> elements)
-{
-    resp::value v;
-    v.data_type = resp::type::array;
-    v.elements = std::move(elements);
-    return v;
-}
-resp::value error_reply(std::string text)
-{
-    resp::value v;
-    v.data_type = resp::type::simple_error;
-    v.text = std::move(text);
-    return v;
-}
 redlock::response reply(resp::value v)
 {
     return redlock::response{std::move(v)};

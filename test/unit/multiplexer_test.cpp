@@ -3,6 +3,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <common/resp_values.hpp>
 #include <memory>
 #include <vector>
 
@@ -12,6 +13,8 @@ using redlock::response;
 using redlock::detail::exec_entry;
 using redlock::detail::multiplexer;
 namespace resp = redlock::resp;
+using redlock::test::aggregate;
+using redlock::test::bulk;
 
 namespace {
 
@@ -28,20 +31,9 @@ request command(std::string_view name, std::string_view arg)
     return r;
 }
 
-resp::value bulk(std::string text)
-{
-    resp::value v;
-    v.data_type = resp::type::bulk_string;
-    v.text = std::move(text);
-    return v;
-}
-
 resp::value push_message()
 {
-    resp::value v;
-    v.data_type = resp::type::push;
-    v.elements = {bulk("message"), bulk("channel"), bulk("payload")};
-    return v;
+    return aggregate(resp::type::push, {bulk("message"), bulk("channel"), bulk("payload")});
 }
 
 }  // namespace
