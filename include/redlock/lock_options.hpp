@@ -1,7 +1,7 @@
 // How a lock is taken and kept: TTL, waiting, per-node deadlines, retries, drift, watchdog.
 #pragma once
 
-#include <redlock/detail/key_layout.hpp>
+#include <redlock/key_layout.hpp>
 
 #include <chrono>
 #include <string>
@@ -42,12 +42,5 @@ struct lock_options {
     /// validity runs out. 0: no limit.
     ms max_hold{0};
 };
-
-/// The key of a lock's fence counter: `{key}:fence`, or `key:fence` when the key has a hash tag, so it shares
-/// the lock key's Redis Cluster slot.
-inline std::string fence_counter_key(std::string_view lock_key)
-{
-    return detail::aux_name(lock_key, "fence");
-}
 
 }  // namespace redlock

@@ -6,7 +6,7 @@
 #include "signals.hpp"
 
 #include <redlock/connection.hpp>
-#include <redlock/detail/fencing.hpp>
+#include "primitives/mutex/fencing.hpp"
 #include <redlock/lock_options.hpp>
 
 #include <boost/asio/as_tuple.hpp>

@@ -1,10 +1,14 @@
-// Names of a lock's auxiliary keys and channels: always in the lock key's Redis Cluster hash slot.
+// Where a lock keeps its data on a node: a promise to clients in other languages that share our locks.
+//
+// The lock key is exactly the name the user gives and its value is the holder's token, as in redis-py's Lock,
+// node-redlock and redsync. Every auxiliary key or channel lands in the lock key's Redis Cluster hash slot:
+// `name:suffix` when the name already has a hash tag, else `{name}:suffix`.
 #pragma once
 
 #include <string>
 #include <string_view>
 
-namespace redlock::detail {
+namespace redlock {
 
 /// True if `name` has a hash tag Redis Cluster would use: the first '{' followed later by '}' with at least
 /// one character between them.
@@ -32,4 +36,17 @@ inline std::string aux_name(std::string_view name, std::string_view suffix)
     return out;
 }
 
-}  // namespace redlock::detail
+/// The key of a lock's fence counter: `{key}:fence` (or `key:fence`). It never expires (doc/fencing.md).
+inline std::string fence_counter_key(std::string_view lock_key)
+{
+    return aux_name(lock_key, "fence");
+}
+
+/// The channel a lock's release is published on: `{key}:released` (or `key:released`). The message is an id
+/// unique to that release; a waiter retries the lock when one arrives.
+inline std::string release_channel(std::string_view lock_key)
+{
+    return aux_name(lock_key, "released");
+}
+
+}  // namespace redlock

@@ -1,7 +1,7 @@
 // The Lua scripts of the mutex and how their answers count as votes.
 #pragma once
 
-#include <redlock/detail/quorum.hpp>
+#include "quorum/quorum.hpp"
 #include <redlock/error.hpp>
 #include <redlock/lock_options.hpp>
 #include <redlock/request.hpp>
@@ -42,9 +42,6 @@ const script& commit_fence();
 /// is one release). The token tells nothing new: anyone who may read the key could read it. Returns how many
 /// it deleted, or -(how many another token holds).
 const script& release();
-
-/// The channel a key's release is published on: in the key's hash slot.
-std::string release_channel(const std::string& key);
 
 /// What an acquire does with the fence counters.
 enum class fence_step {

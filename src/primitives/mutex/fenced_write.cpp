@@ -1,6 +1,6 @@
-#include "detail/fence_lua.hpp"
+#include "primitives/mutex/fence_lua.hpp"
 
-#include <redlock/detail/fencing.hpp>
+#include "primitives/mutex/fencing.hpp"
 #include <redlock/fenced_write.hpp>
 #include <redlock/script.hpp>
 

@@ -1,7 +1,7 @@
-#include "detail/lease_state.hpp"
-#include "detail/lock_scripts.hpp"
+#include "primitives/common/lease_state.hpp"
+#include "primitives/mutex/lock_scripts.hpp"
 
-#include <redlock/detail/watchdog_schedule.hpp>
+#include "primitives/common/watchdog_schedule.hpp"
 #include <redlock/lease.hpp>
 
 #include <boost/asio/as_tuple.hpp>

@@ -1,11 +1,11 @@
-#include "detail/client_impl.hpp"
-#include "detail/lease_state.hpp"
-#include "detail/lock_scripts.hpp"
+#include "primitives/common/client_impl.hpp"
+#include "primitives/common/lease_state.hpp"
+#include "primitives/mutex/lock_scripts.hpp"
 
-#include <redlock/detail/fencing.hpp>
-#include <redlock/detail/quorum.hpp>
-#include <redlock/detail/retry.hpp>
-#include <redlock/detail/token.hpp>
+#include "primitives/mutex/fencing.hpp"
+#include "quorum/quorum.hpp"
+#include "primitives/common/retry.hpp"
+#include "primitives/common/token.hpp"
 #include <redlock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -51,7 +51,7 @@ public:
     release_watch(client_impl& client, const std::vector<std::string>& keys, asio::steady_timer& timer)
         : client_(client), timer_(timer)
     {
-        for (const auto& key : keys) channels_.push_back(lock_scripts::release_channel(key));
+        for (const auto& key : keys) channels_.push_back(release_channel(key));
     }
     ~release_watch()
     {

@@ -1,5 +1,5 @@
 // When the keeper of a lease extends it, retries, stops, or declares it lost.
-#include <redlock/detail/watchdog_schedule.hpp>
+#include "primitives/common/watchdog_schedule.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,6 +1,6 @@
-#include "detail/hex.hpp"
+#include "common/hex.hpp"
 
-#include <redlock/detail/token.hpp>
+#include "primitives/common/token.hpp"
 
 #include <array>
 #include <cerrno>

@@ -1,4 +1,4 @@
-#include <redlock/detail/multiplexer.hpp>
+#include "connection/multiplexer.hpp"
 
 #include <algorithm>
 

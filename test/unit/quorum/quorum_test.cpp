@@ -1,7 +1,7 @@
 // The decisions of the Redlock algorithm without I/O: quorum size, tally, validity, retry delay, tokens.
-#include <redlock/detail/quorum.hpp>
-#include <redlock/detail/retry.hpp>
-#include <redlock/detail/token.hpp>
+#include "quorum/quorum.hpp"
+#include "primitives/common/retry.hpp"
+#include "primitives/common/token.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,7 +1,7 @@
-#include "detail/completion.hpp"
+#include "common/completion.hpp"
 
 #include <redlock/connection.hpp>
-#include <redlock/detail/multiplexer.hpp>
+#include "connection/multiplexer.hpp"
 #include <redlock/resp/reader.hpp>
 
 #include <boost/asio/as_tuple.hpp>

@@ -2,8 +2,8 @@
 // (watchdog) and declares it lost at its validity deadline.
 #pragma once
 
-#include "client_impl.hpp"
-#include "completion.hpp"
+#include "primitives/common/client_impl.hpp"
+#include "common/completion.hpp"
 
 #include <redlock/lease.hpp>
 #include <redlock/lock_options.hpp>

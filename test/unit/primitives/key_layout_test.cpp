@@ -1,10 +1,10 @@
 // Auxiliary names land in the lock key's hash slot.
-#include <redlock/detail/key_layout.hpp>
+#include <redlock/key_layout.hpp>
 
 #include <boost/test/unit_test.hpp>
 
-using redlock::detail::aux_name;
-using redlock::detail::has_hash_tag;
+using redlock::aux_name;
+using redlock::has_hash_tag;
 
 BOOST_AUTO_TEST_CASE(a_name_without_a_hash_tag_is_wrapped)
 {

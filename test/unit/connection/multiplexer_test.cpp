@@ -1,5 +1,5 @@
 // The pipeline bookkeeping without any I/O: coalescing, reply matching, abandon, connection loss.
-#include <redlock/detail/multiplexer.hpp>
+#include "connection/multiplexer.hpp"
 
 #include <boost/test/unit_test.hpp>
 

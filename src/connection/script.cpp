@@ -1,4 +1,4 @@
-#include "detail/hex.hpp"
+#include "common/hex.hpp"
 
 #include <redlock/script.hpp>
 

@@ -1,4 +1,4 @@
-#include "detail/client_impl.hpp"
+#include "primitives/common/client_impl.hpp"
 
 #include <redlock/client.hpp>
 

@@ -1,8 +1,8 @@
-#include "detail/fence_lua.hpp"
-#include "detail/lock_scripts.hpp"
+#include "primitives/mutex/fence_lua.hpp"
+#include "primitives/mutex/lock_scripts.hpp"
 
-#include <redlock/detail/fencing.hpp>
-#include <redlock/detail/key_layout.hpp>
+#include "primitives/mutex/fencing.hpp"
+#include <redlock/key_layout.hpp>
 
 #include <string_view>
 
@@ -111,11 +111,6 @@ if others > 0 then return -others end
 return released
 )lua");
     return s;
-}
-
-std::string release_channel(const std::string& key)
-{
-    return aux_name(key, "released");
 }
 
 namespace {

@@ -1,10 +1,10 @@
 // The N nodes of a client, and the quorum fan-out every primitive uses.
 #pragma once
 
-#include "completion.hpp"
+#include "common/completion.hpp"
 
 #include <redlock/connection.hpp>
-#include <redlock/detail/quorum.hpp>
+#include "quorum/quorum.hpp"
 #include <redlock/diagnostics.hpp>
 
 #include <boost/asio/awaitable.hpp>
