@@ -13,6 +13,9 @@ struct lock_options {
     using ms = std::chrono::milliseconds;
     /// `wait` value: retry until the lock is acquired or the operation is cancelled.
     static constexpr ms wait_forever = ms::max();
+    /// The longest ttl accepted: 30 days. A longer lease is a leak rather than a lock; keep a long job's lease
+    /// alive with the watchdog instead.
+    static constexpr ms max_ttl = std::chrono::hours(24 * 30);
 
     /// Lifetime of the keys on the nodes. Without the watchdog the lease ends after ttl - elapsed - drift.
     ms ttl{10'000};

@@ -250,6 +250,10 @@ BOOST_AUTO_TEST_CASE(bad_input_fails_before_any_io)
         co_await check(redlock::mutex(nowhere, "k", {.wait = -1ms}), "wait");
         co_await check(redlock::mutex(nowhere, "k", {.ttl = 100ms, .node_timeout = 100ms}), "node_timeout");
         co_await check(redlock::mutex(empty, "k"), "no nodes");
+        // Past the bounds where deadlines overflow or the watchdog could never extend in time.
+        co_await check(redlock::mutex(nowhere, "k", {.ttl = std::chrono::hours(3'000'000)}), "at most 30 days");
+        co_await check(redlock::mutex(nowhere, "k", {.ttl = redlock::lock_options::max_ttl + 1ms}), "at most");
+        co_await check(redlock::mutex(nowhere, "k", {.ttl = 3ms, .watchdog = true}), "too short for the watchdog");
     });
 }
 

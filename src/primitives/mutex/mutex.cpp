@@ -1,11 +1,11 @@
 #include "primitives/common/client_impl.hpp"
 #include "primitives/common/lease_state.hpp"
-#include "primitives/mutex/lock_scripts.hpp"
-
-#include "primitives/mutex/fencing.hpp"
-#include "quorum/quorum.hpp"
 #include "primitives/common/retry.hpp"
 #include "primitives/common/token.hpp"
+#include "primitives/mutex/fencing.hpp"
+#include "primitives/mutex/lock_scripts.hpp"
+#include "quorum/quorum.hpp"
+
 #include <redlock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -32,6 +32,7 @@ std::string invalid_arguments(const client_impl& client, const std::vector<std::
     for (const auto& key : keys)
         if (key.empty()) return "a lock key is empty";
     if (o.ttl <= ms(0)) return "ttl must be positive";
+    if (o.ttl > lock_options::max_ttl) return "ttl must be at most 30 days (lock_options::max_ttl); use the watchdog";
     if (o.wait < ms(0)) return "wait must not be negative";
     if (o.node_timeout < ms(0) || o.node_timeout >= o.ttl) return "node_timeout must be in [0, ttl)";
     if (o.retry_delay < ms(0) || o.retry_jitter < ms(0)) return "retry_delay and retry_jitter must not be negative";
@@ -41,6 +42,9 @@ std::string invalid_arguments(const client_impl& client, const std::vector<std::
     if (o.extend_interval < ms(0) ||
         o.extend_interval >= o.ttl - std::chrono::duration_cast<ms>(drift(o.ttl, o.drift_factor)))
         return "extend_interval must be in [0, ttl - drift): the watchdog would extend too late";
+    if (o.watchdog && o.extend_interval == ms(0) &&
+        o.ttl / 3 >= o.ttl - std::chrono::duration_cast<ms>(drift(o.ttl, o.drift_factor)))
+        return "ttl is too short for the watchdog: ttl / 3 must be below the validity (ttl - drift)";
     if (o.max_hold < ms(0)) return "max_hold must not be negative";
     return {};
 }
