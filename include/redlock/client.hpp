@@ -1,8 +1,11 @@
 // N independent Redis nodes (N = 1: a plain single-node lock, through the same code).
 #pragma once
 
+#include <redlock/detail/access.hpp>
 #include <redlock/diagnostics.hpp>
 #include <redlock/error.hpp>
+#include <redlock/lock_inspection.hpp>
+#include <redlock/node.hpp>
 #include <redlock/node_config.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -11,6 +14,7 @@
 #include <boost/asio/deferred.hpp>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace redlock {
@@ -19,18 +23,22 @@ namespace detail {
 class client_impl;
 void start_client_connect(const std::shared_ptr<client_impl>& impl, diagnostics* diag,
                           boost::asio::any_completion_handler<void(error_code)> handler);
+void start_inspect(const std::shared_ptr<client_impl>& impl, std::string key, diagnostics* diag,
+                   boost::asio::any_completion_handler<void(error_code, lock_inspection)> handler);
 }  // namespace detail
 
-/// Owns one connection per node; they connect at construction and reconnect by themselves. Locks and leases
-/// made from it keep what they need alive, so the client may be destroyed before them.
-/// Thread safety: every member may be called from any thread.
+/// Owns one node per node_config (by default one connection each); they connect at construction and reconnect
+/// by themselves. Locks and leases made from it keep what they need alive, so the client may be destroyed
+/// before them. Thread safety: every member may be called from any thread.
 class client {
 public:
     using executor_type = boost::asio::any_io_executor;
 
     /// No I/O happens before the constructor returns; zero nodes makes every lock fail with invalid_argument.
     /// An even N works (Q = N/2 + 1) but tolerates no more failures than N - 1 nodes: prefer an odd N.
-    client(executor_type ex, std::vector<node_config> nodes);
+    /// `factory` makes each node (default: make_connection_node); a Redis Cluster or Sentinel node, or a test's
+    /// fake node, plugs in here.
+    client(executor_type ex, std::vector<node_config> nodes, node_factory factory = {});
     /// The connections close once no lease or mutex made from this client needs them; close() closes now.
     ~client();
     client(client&&) noexcept;
@@ -45,7 +53,7 @@ public:
     /// to be (error::no_quorum); the other nodes keep trying in the background. `diag.nodes()` tells each
     /// node's result (`pending` for one still connecting). Optional: locks work without it, but their first
     /// attempt may find nodes still connecting.
-    /// Signature: void(error_code). Lifetime: `diag` must outlive the operation.
+    /// Signature: void(error_code). Cancellation: terminal. Lifetime: `diag` must outlive the operation.
     template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
     auto async_connect(diagnostics& diag, Token&& token = {})
     {
@@ -60,12 +68,35 @@ public:
             [impl = impl_](auto handler) { detail::start_client_connect(impl, nullptr, std::move(handler)); }, token);
     }
 
+    /// Reads the lock `key` on every node, changing nothing: per node the holder's token, the remaining TTL
+    /// and the fencing counter, or why the node could not be read. Waits for every node (each bounded by its
+    /// connect timeout and request deadline). Succeeds when a quorum answered; error::no_quorum otherwise
+    /// (the views of the nodes that answered are still filled in); invalid_argument for an empty key.
+    /// Signature: void(error_code, lock_inspection). Cancellation: terminal.
+    template <boost::asio::completion_token_for<void(error_code, lock_inspection)> Token = boost::asio::deferred_t>
+    auto async_inspect(std::string key, diagnostics& diag, Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(error_code, lock_inspection)>(
+            [impl = impl_](auto handler, std::string k, diagnostics* d) {
+                detail::start_inspect(impl, std::move(k), d, std::move(handler));
+            },
+            token, std::move(key), &diag);
+    }
+    template <boost::asio::completion_token_for<void(error_code, lock_inspection)> Token = boost::asio::deferred_t>
+    auto async_inspect(std::string key, Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(error_code, lock_inspection)>(
+            [impl = impl_](auto handler, std::string k) {
+                detail::start_inspect(impl, std::move(k), nullptr, std::move(handler));
+            },
+            token, std::move(key));
+    }
+
     /// Closes every connection; operations in flight fail.
     void close();
 
-    const std::shared_ptr<detail::client_impl>& impl() const noexcept { return impl_; }
-
 private:
+    friend struct detail::access;
     std::shared_ptr<detail::client_impl> impl_;
 };
 

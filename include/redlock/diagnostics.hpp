@@ -9,6 +9,10 @@
 
 namespace redlock {
 
+namespace detail {
+struct access;
+}
+
 /// What one node said in a quorum operation (lock, extend, release).
 struct node_outcome {
     enum class result {
@@ -35,9 +39,6 @@ public:
     /// Per node, for quorum operations: who granted, refused, failed and why. Empty otherwise.
     const std::vector<node_outcome>& nodes() const noexcept { return nodes_; }
 
-    void set_client_message(std::string text) { client_message_ = std::move(text); }
-    void set_nodes(std::vector<node_outcome> nodes) { nodes_ = std::move(nodes); }
-    void set_server_message(std::string text) { server_message_ = std::move(text); }
     void clear() noexcept
     {
         client_message_.clear();
@@ -46,6 +47,7 @@ public:
     }
 
 private:
+    friend struct detail::access;  // the library fills it in
     std::string client_message_;
     std::string server_message_;
     std::vector<node_outcome> nodes_;

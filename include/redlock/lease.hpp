@@ -1,6 +1,8 @@
 // A held lock: its token, how long it is valid, and the operations that extend, release or watch it.
 #pragma once
 
+#include <redlock/detail/access.hpp>
+#include <redlock/diagnostics.hpp>
 #include <redlock/error.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -18,9 +20,9 @@ namespace redlock {
 namespace detail {
 class lease_state;
 using lease_handler = boost::asio::any_completion_handler<void(error_code)>;
-void start_extend(const std::shared_ptr<lease_state>& state, lease_handler handler);
-void start_release(const std::shared_ptr<lease_state>& state, lease_handler handler);
-void start_wait_lost(const std::shared_ptr<lease_state>& state, lease_handler handler);
+void start_extend(const std::shared_ptr<lease_state>& state, diagnostics* diag, lease_handler handler);
+void start_release(const std::shared_ptr<lease_state>& state, diagnostics* diag, lease_handler handler);
+void start_wait_lost(const std::shared_ptr<lease_state>& state, diagnostics* diag, lease_handler handler);
 }  // namespace detail
 
 /// Move-only. An empty lease (default-constructed, moved from, or from a failed lock) holds nothing.
@@ -29,12 +31,11 @@ void start_wait_lost(const std::shared_ptr<lease_state>& state, lease_handler ha
 class lease {
 public:
     lease() = default;
-    explicit lease(std::shared_ptr<detail::lease_state> state) noexcept;
     ~lease();
     lease(lease&&) noexcept = default;
     lease& operator=(lease&& other) noexcept;
 
-    explicit operator bool() const noexcept { return state_ != nullptr; }
+    explicit operator bool() const noexcept { return impl_ != nullptr; }
 
     const std::vector<std::string>& keys() const noexcept;
     /// The random value stored in the keys: 128 bits from the OS CSPRNG, hex.
@@ -51,39 +52,67 @@ public:
     /// True once the lease ran out without a successful extension, or an extension found another owner.
     bool lost() const noexcept;
 
-    /// Extends the lease on all nodes (ttl from the extension's own start); succeeds on a quorum only.
-    /// Errors: error::lost (already lost), not_owner (released, or other owners on a quorum), no_quorum.
+    /// Extends the lease on all nodes where it still holds our token (never re-creating a key that expired or
+    /// was released: someone else may hold the lock by now), with the ttl counted from the extension's own
+    /// start; succeeds on a quorum only. Errors: error::lost (already lost, or the extension completed after the
+    /// validity ended), not_owner (released, or other owners on a quorum: the lease is then lost), no_quorum or
+    /// timeout (too few nodes answered; the lease stays held until its validity ends). `diag.nodes()` tells
+    /// what each node said.
     /// Signature: void(error_code). Cancellation: terminal (the extension requests are still sent).
+    template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
+    auto async_extend(diagnostics& diag, Token&& token = {})
+    {
+        return initiate(&detail::start_extend, &diag, std::forward<Token>(token));
+    }
     template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
     auto async_extend(Token&& token = {})
     {
-        return boost::asio::async_initiate<Token, void(error_code)>(
-            [s = state_](auto handler) { detail::start_extend(s, std::move(handler)); }, token);
+        return initiate(&detail::start_extend, nullptr, std::forward<Token>(token));
     }
 
     /// Releases on all N nodes and stops the watchdog; completes once every node answered or hit its deadline
-    /// (so a process may exit right after). Idempotent: a second
-    /// release succeeds at once. Errors: error::lost (the lease had been lost: the protection ended early),
-    /// not_owner (other owners hold a quorum), no_quorum (too few nodes answered; the TTL cleans up).
+    /// (so a process may exit right after). Idempotent: a second release succeeds at once. Errors: error::lost
+    /// (the lease had been lost: the protection ended early; `diag` says why), not_owner (other owners hold a
+    /// quorum), no_quorum (too few nodes answered; the TTL cleans up).
     /// Signature: void(error_code). Cancellation: terminal (the release requests are still sent).
+    template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
+    auto async_release(diagnostics& diag, Token&& token = {})
+    {
+        return initiate(&detail::start_release, &diag, std::forward<Token>(token));
+    }
     template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
     auto async_release(Token&& token = {})
     {
-        return boost::asio::async_initiate<Token, void(error_code)>(
-            [s = state_](auto handler) { detail::start_release(s, std::move(handler)); }, token);
+        return initiate(&detail::start_release, nullptr, std::forward<Token>(token));
     }
 
-    /// Completes with error::lost when the lease is lost, or operation_aborted when it is released first.
+    /// Completes with error::lost when the lease is lost (`diag` says why: the extensions that failed, or
+    /// the validity that ran out), or operation_aborted when it is released first.
     /// Signature: void(error_code). Cancellation: terminal.
+    template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
+    auto async_wait_lost(diagnostics& diag, Token&& token = {})
+    {
+        return initiate(&detail::start_wait_lost, &diag, std::forward<Token>(token));
+    }
     template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
     auto async_wait_lost(Token&& token = {})
     {
-        return boost::asio::async_initiate<Token, void(error_code)>(
-            [s = state_](auto handler) { detail::start_wait_lost(s, std::move(handler)); }, token);
+        return initiate(&detail::start_wait_lost, nullptr, std::forward<Token>(token));
     }
 
 private:
-    std::shared_ptr<detail::lease_state> state_;
+    friend struct detail::access;
+    explicit lease(std::shared_ptr<detail::lease_state> state) noexcept;
+
+    using start_fn = void (*)(const std::shared_ptr<detail::lease_state>&, diagnostics*, detail::lease_handler);
+    template <class Token>
+    auto initiate(start_fn start, diagnostics* diag, Token&& token)
+    {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [s = impl_, start, diag](auto handler) { start(s, diag, std::move(handler)); }, token);
+    }
+
+    std::shared_ptr<detail::lease_state> impl_;
 };
 
 }  // namespace redlock

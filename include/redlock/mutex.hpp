@@ -24,6 +24,7 @@ void start_lock(const std::shared_ptr<client_impl>& client, std::vector<std::str
 class mutex {
 public:
     /// The key is the lock's name exactly (its value is the token), as redis-py, node-redlock and redsync do.
+    /// No I/O; bad keys or options are reported by the first lock call (invalid_argument).
     mutex(const client& c, std::string key, lock_options options = {});
     /// Several keys, taken atomically on each node (all or none). On a Redis Cluster they need one hash tag.
     mutex(const client& c, std::vector<std::string> keys, lock_options options = {});
@@ -51,11 +52,21 @@ public:
     }
     /// As async_lock, with other options for this call (with_lock uses it to turn the watchdog on).
     template <boost::asio::completion_token_for<void(error_code, lease)> Token = boost::asio::deferred_t>
+    auto async_lock(const lock_options& options, diagnostics& diag, Token&& token = {})
+    {
+        return initiate(options, false, &diag, std::forward<Token>(token));
+    }
+    template <boost::asio::completion_token_for<void(error_code, lease)> Token = boost::asio::deferred_t>
     auto async_lock(const lock_options& options, Token&& token = {})
     {
         return initiate(options, false, nullptr, std::forward<Token>(token));
     }
     /// One attempt: error::not_acquired at once if another owner holds it.
+    template <boost::asio::completion_token_for<void(error_code, lease)> Token = boost::asio::deferred_t>
+    auto async_try_lock(diagnostics& diag, Token&& token = {})
+    {
+        return initiate(options_, true, &diag, std::forward<Token>(token));
+    }
     template <boost::asio::completion_token_for<void(error_code, lease)> Token = boost::asio::deferred_t>
     auto async_try_lock(Token&& token = {})
     {
@@ -67,13 +78,13 @@ private:
     auto initiate(const lock_options& options, bool one_attempt, diagnostics* diag, Token&& token)
     {
         return boost::asio::async_initiate<Token, void(error_code, lease)>(
-            [client = client_, keys = keys_, options, one_attempt, diag](auto handler) {
+            [client = impl_, keys = keys_, options, one_attempt, diag](auto handler) {
                 detail::start_lock(client, keys, options, one_attempt, diag, std::move(handler));
             },
             token);
     }
 
-    std::shared_ptr<detail::client_impl> client_;
+    std::shared_ptr<detail::client_impl> impl_;
     std::vector<std::string> keys_;
     lock_options options_;
 };

@@ -1,104 +1,52 @@
 // `redlock status`: per node, reachable or not, the holder's token (the key's value), the remaining TTL and
-// the fence counter.
-// Plain GET and PTTL on one connection per node: it reads, it never changes anything.
+// the fence counter, through client::async_inspect: it reads, it never changes anything.
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "signals.hpp"
 
-#include <redlock/connection.hpp>
-#include "primitives/mutex/fencing.hpp"
-#include <redlock/lock_options.hpp>
+#include <redlock/client.hpp>
+#include <redlock/key_layout.hpp>
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <csignal>
 #include <map>
-#include <memory>
 
 namespace redlock::cli {
 namespace {
 
 namespace asio = boost::asio;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::chrono::milliseconds node_deadline{2000};
 
-struct node_report {
-    std::string url;
-    bool done = false;
-    bool reachable = false;
-    std::string problem;  // why unreachable, or a reply that is not a lock's (WRONGTYPE)
-    std::optional<std::string> holder;
-    std::int64_t pttl = -2;
-    std::optional<std::string> fence;  // the fence counter, if set
-};
-
-asio::awaitable<void> check_node(connection& conn, const std::string& key, node_report& r)
+std::string describe(const node_lock_view& v)
 {
-    diagnostics diag;
-    auto [ec] = co_await conn.async_connect(diag, use_tuple);
-    if (ec) {
-        r.problem = diag.message().empty() ? ec.message() : std::string(diag.message());
-        co_return;
-    }
-    request req;
-    req.push("GET", key);
-    req.push("PTTL", key);
-    req.push("GET", fence_counter_key(key));
-    req.set_timeout(node_deadline);
-    response resp;
-    auto [xec] = co_await conn.async_exec(req, resp, use_tuple);
-    if (xec && xec != error::server_error) {
-        r.problem = "connected, but the request failed: " + xec.message();
-        co_return;
-    }
-    r.reachable = true;
-    if (resp.size() != 3) {
-        r.problem = "unexpected reply";
-        co_return;
-    }
-    if (resp[0].is_error())
-        r.problem = "the key is not a lock: " + std::string(resp[0].error_text());
-    else if (!resp[0].is_null())
-        r.holder = resp[0].text;
-    if (auto t = resp[1].as_integer()) r.pttl = *t;
-    if (r.pttl == -2) r.holder.reset();  // expired between the two commands
-    if (!resp[2].is_null() && !resp[2].is_error()) r.fence = resp[2].text;
-}
-
-std::string describe(const node_report& r)
-{
-    std::string line = "  " + r.url + "  ";
-    if (!r.reachable) return line + "unreachable: " + (r.problem.empty() ? "no answer" : r.problem);
+    std::string line = "  " + v.node + "  ";
+    if (v.ec) return line + "unreachable: " + (v.message.empty() ? v.ec.message() : v.message);
     line += "reachable  ";
-    if (!r.problem.empty()) return line + r.problem;
-    if (!r.holder) {
+    if (!v.holder && !v.message.empty() && !v.fence) return line + v.message;
+    if (!v.holder) {
         line += "free";
     } else {
-        line += "holder " + *r.holder + "  ";
-        line += r.pttl >= 0 ? "ttl " + std::to_string(r.pttl) + " ms" : std::string("no expiry (not set by a lock)");
+        line += "holder " + *v.holder + "  ";
+        line += v.ttl ? "ttl " + std::to_string(v.ttl->count()) + " ms" : std::string("no expiry (not set by a lock)");
     }
-    if (r.fence) line += "  fence " + *r.fence;
+    if (v.fence) line += "  fence " + std::to_string(*v.fence);
+    if (!v.message.empty()) line += "  (" + v.message + ")";
     return line;
 }
 
 // The highest counter is at least the last token issued; the next token will be above it.
-std::string fence_summary(const std::vector<node_report>& reports, const std::string& counter)
+std::string fence_summary(const lock_inspection& state, const std::string& counter)
 {
-    std::optional<std::uint64_t> highest;
     std::size_t set = 0;
-    for (const auto& r : reports) {
-        if (!r.fence) continue;
-        ++set;
-        if (auto f = detail::parse_fence(*r.fence); f && (!highest || *f > *highest)) highest = f;
-    }
+    for (const auto& v : state.nodes) set += v.fence.has_value();
     if (set == 0) return "fencing counter: not set (" + counter + "): no fenced grant yet";
-    if (!highest) return "fencing counter: " + counter + " holds something that is not a number";
-    return "fencing counter: " + std::to_string(*highest) + " (" + counter + ", highest of " + std::to_string(set) +
-           " node(s)): the last fencing token issued is at most this, the next will be above it";
+    return "fencing counter: " + std::to_string(state.highest_fence()) + " (" + counter + ", highest of " +
+           std::to_string(set) + " node(s)): the last fencing token issued is at most this, the next will be above it";
 }
 
 }  // namespace
@@ -108,58 +56,45 @@ int run_status(const status_options& o)
     reporter report(o.output);
     asio::io_context ctx(1);
     const std::size_t n = o.nodes.size();
-    const std::size_t quorum = n / 2 + 1;
-    std::vector<node_report> reports(n);
-    std::vector<std::unique_ptr<connection>> conns;
-    for (std::size_t i = 0; i < n; ++i) {
-        auto config = o.nodes[i];
+    std::vector<node_config> configs = o.nodes;
+    for (auto& config : configs) {
         config.reconnect = false;  // one look, no retries: an unreachable node is the answer
         config.connect_timeout = node_deadline;
-        reports[i].url = config.to_string();
-        conns.push_back(std::make_unique<connection>(ctx.get_executor(), config));
     }
+    client nodes(ctx.get_executor(), configs);
 
     int interrupted = 0;
-    std::size_t finished = 0;
+    asio::cancellation_signal cancel;
     asio::signal_set signals(ctx);
     for (int signo : {SIGINT, SIGTERM, SIGHUP})
         if (!signal_ignored(signo)) signals.add(signo);
-    auto stop_all = [&] {
-        signals.cancel();
-        for (auto& c : conns) c->close();
-    };
     signals.async_wait([&](error_code ec, int signo) {
         if (ec) return;
         interrupted = signo;
-        stop_all();
-        ctx.stop();
+        cancel.emit(asio::cancellation_type::terminal);
     });
-    for (std::size_t i = 0; i < n; ++i) {
-        asio::co_spawn(ctx, check_node(*conns[i], o.key, reports[i]), [&, i](std::exception_ptr e) {
-            if (e) reports[i].problem = "internal error";
-            reports[i].done = true;
-            conns[i]->close();
-            if (++finished == n) {
-                stop_all();
-                ctx.stop();
-            }
-        });
-    }
+    lock_inspection state;
+    diagnostics diag;
+    nodes.async_inspect(o.key, diag,
+                        asio::bind_cancellation_slot(cancel.slot(), [&](error_code, lock_inspection result) {
+                            state = std::move(result);
+                            signals.cancel();
+                            nodes.close();
+                        }));
     ctx.run();
     if (interrupted != 0) {
         report.error("status: interrupted by " + signal_name(interrupted));
         return exit_code::signal_base + interrupted;
     }
 
-    std::size_t reachable = 0;
+    const std::size_t quorum = nodes.quorum();
+    const std::size_t reachable = state.reachable();
     std::map<std::string, std::size_t> holders;
-    for (const auto& r : reports) {
-        if (r.reachable) ++reachable;
-        if (r.holder) ++holders[*r.holder];
-    }
+    for (const auto& v : state.nodes)
+        if (v.holder) ++holders[*v.holder];
     std::string out =
         "lock '" + o.key + "' on " + std::to_string(n) + " node(s), quorum " + std::to_string(quorum) + "\n";
-    for (const auto& r : reports) out += describe(r) + "\n";
+    for (const auto& v : state.nodes) out += describe(v) + "\n";
     if (holders.empty()) {
         out += "state: free on every reachable node\n";
     } else {
@@ -173,7 +108,7 @@ int run_status(const status_options& o)
             out += "state: no quorum agrees on a holder (" + best->first + on +
                    "): a lock being taken, a failed attempt's leftovers, or a holder whose nodes are down\n";
     }
-    out += fence_summary(reports, fence_counter_key(o.key)) + "\n";
+    out += fence_summary(state, fence_counter_key(o.key)) + "\n";
     write_stdout(out);
 
     if (reachable < quorum) {

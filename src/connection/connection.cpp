@@ -1,7 +1,8 @@
 #include "common/completion.hpp"
+#include "connection/multiplexer.hpp"
 
 #include <redlock/connection.hpp>
-#include "connection/multiplexer.hpp"
+#include <redlock/detail/access.hpp>
 #include <redlock/resp/reader.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -330,7 +331,7 @@ void connection_impl::close()
         self->backoff_timer_.cancel();
         self->connect_timer_.cancel();
         diagnostics diag;
-        diag.set_client_message("connection closed");
+        detail::access::set_client_message(diag, "connection closed");
         self->notify_connect_waiters(error::closed, diag);
         if (!running) self->mpx_.fail_all(error::closed, error::closed);
     });
@@ -410,8 +411,9 @@ asio::awaitable<error_code> connection_impl::connect_once(diagnostics& diag)
     ++connect_generation_;  // a timer callback already queued must not close the next transport
     if (ec && connect_timed_out_) {
         diag.clear();
-        diag.set_client_message("no answer from " + config_.to_string() + " within the connect timeout of " +
-                                std::to_string(config_.connect_timeout.count()) + " ms");
+        detail::access::set_client_message(diag, "no answer from " + config_.to_string() +
+                                                     " within the connect timeout of " +
+                                                     std::to_string(config_.connect_timeout.count()) + " ms");
         ec = error::timeout;
     }
     co_return ec;
@@ -442,17 +444,18 @@ asio::awaitable<error_code> connection_impl::handshake(diagnostics& diag)
     auto payload = req.payload();
     auto [wec, written] = co_await async_write(*transport_, asio::buffer(payload.data(), payload.size()), use_tuple);
     if (wec) {
-        diag.set_client_message("cannot send the handshake to " + config_.to_string() + ": " + wec.message());
+        detail::access::set_client_message(
+            diag, "cannot send the handshake to " + config_.to_string() + ": " + wec.message());
         co_return wec;
     }
     response replies;
     if (auto ec = co_await read_replies(req.expected_replies(), replies, diag)) co_return ec;
     if (replies[0].is_error()) {
-        diag.set_server_message(std::string(replies[0].error_text()));
+        detail::access::set_server_message(diag, std::string(replies[0].error_text()));
         co_return hello_error(replies[0].error_text());
     }
     if (config_.db != 0 && replies[1].is_error()) {
-        diag.set_server_message(std::string(replies[1].error_text()));
+        detail::access::set_server_message(diag, std::string(replies[1].error_text()));
         co_return error::server_error;
     }
     co_return error_code{};
@@ -465,7 +468,8 @@ asio::awaitable<error_code> connection_impl::read_replies(std::size_t count, res
         while (out.size() < count) {
             auto value = reader_.next(ec);
             if (ec) {
-                diag.set_client_message("malformed reply from " + config_.to_string() + ": " + ec.message());
+                detail::access::set_client_message(diag,
+                                                   "malformed reply from " + config_.to_string() + ": " + ec.message());
                 co_return error::protocol_error;
             }
             if (!value) break;
@@ -475,8 +479,8 @@ asio::awaitable<error_code> connection_impl::read_replies(std::size_t count, res
         auto space = reader_.prepare(4096);
         auto [rec, n] = co_await async_read_some(*transport_, asio::buffer(space.data(), space.size()), use_tuple);
         if (rec) {
-            diag.set_client_message("connection to " + config_.to_string() +
-                                    " closed during the handshake: " + rec.message());
+            detail::access::set_client_message(
+                diag, "connection to " + config_.to_string() + " closed during the handshake: " + rec.message());
             co_return rec;
         }
         reader_.commit(n);

@@ -1,3 +1,4 @@
+#include <redlock/detail/access.hpp>
 #include <redlock/error.hpp>
 #include <redlock/node_config.hpp>
 
@@ -119,7 +120,7 @@ boost::system::result<node_config> parse_url(std::string_view url, diagnostics& 
 {
     diag.clear();
     auto fail = [&](std::string why) -> boost::system::result<node_config> {
-        diag.set_client_message("invalid node URL '" + std::string(url) + "': " + why);
+        detail::access::set_client_message(diag, "invalid node URL '" + std::string(url) + "': " + why);
         return make_error_code(error::invalid_argument);
     };
     auto parsed = boost::urls::parse_uri(url);

@@ -1,3 +1,4 @@
+#include <redlock/detail/access.hpp>
 #include <redlock/detail/transport.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -32,12 +33,12 @@ asio::awaitable<error_code> connect_tcp(tcp::socket& socket, const node_config& 
     tcp::resolver resolver(socket.get_executor());
     auto [rec, endpoints] = co_await resolver.async_resolve(config.host, std::to_string(config.port), use_tuple);
     if (rec) {
-        diag.set_client_message("cannot resolve " + config.host + ": " + rec.message());
+        detail::access::set_client_message(diag, "cannot resolve " + config.host + ": " + rec.message());
         co_return rec;
     }
     auto [cec, endpoint] = co_await asio::async_connect(socket, endpoints, use_tuple);
     if (cec) {
-        diag.set_client_message("cannot connect to " + endpoint_text(config) + ": " + cec.message());
+        detail::access::set_client_message(diag, "cannot connect to " + endpoint_text(config) + ": " + cec.message());
         co_return cec;
     }
     socket.set_option(tcp::no_delay(true));
@@ -106,7 +107,7 @@ private:
     asio::awaitable<error_code> connect_unix(diagnostics& diag)
     {
         auto [ec] = co_await socket_.async_connect(asio::local::stream_protocol::endpoint(config_.path), use_tuple);
-        if (ec) diag.set_client_message("cannot connect to " + config_.path + ": " + ec.message());
+        if (ec) detail::access::set_client_message(diag, "cannot connect to " + config_.path + ": " + ec.message());
         co_return ec;
     }
 
@@ -164,7 +165,7 @@ private:
     asio::awaitable<error_code> connect_tls(diagnostics& diag)
     {
         if (setup_error_) {
-            diag.set_client_message(setup_problem_ + ": " + setup_error_.message());
+            detail::access::set_client_message(diag, setup_problem_ + ": " + setup_error_.message());
             co_return make_error_code(error::tls_error);
         }
         if (auto ec = co_await connect_tcp(stream_->next_layer(), config_, diag)) co_return ec;
@@ -185,7 +186,8 @@ private:
             std::string detail = ec.message();
             if (long verify = SSL_get_verify_result(stream_->native_handle()); verify != X509_V_OK)
                 detail += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
-            diag.set_client_message("TLS handshake with " + endpoint_text(config_) + " failed: " + detail);
+            detail::access::set_client_message(diag,
+                                               "TLS handshake with " + endpoint_text(config_) + " failed: " + detail);
             co_return make_error_code(error::tls_error);
         }
         co_return error_code{};

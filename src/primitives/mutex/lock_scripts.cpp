@@ -1,7 +1,7 @@
 #include "primitives/mutex/fence_lua.hpp"
+#include "primitives/mutex/fencing.hpp"
 #include "primitives/mutex/lock_scripts.hpp"
 
-#include "primitives/mutex/fencing.hpp"
 #include <redlock/key_layout.hpp>
 
 #include <string_view>
@@ -93,8 +93,24 @@ return 1
     return s;
 }
 
+const script& extend()
+{
+    static const script s(R"lua(
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
+end
+for i = 1, #KEYS do
+  redis.call('PEXPIRE', KEYS[i], ARGV[2])
+end
+return 1
+)lua");
+    return s;
+}
+
 const script& release()
 {
+    // pcall: a PUBLISH the user may not make (an ACL without channel rights) must not turn the DEL that
+    // happened into a failed release; waiters then wake by their timers.
     static const script s(R"lua(
 local released, others = 0, 0
 for i = 1, #KEYS do
@@ -102,7 +118,7 @@ for i = 1, #KEYS do
   if owner == ARGV[1] then
     redis.call('DEL', KEYS[i])
     released = released + 1
-    if ARGV[i + 1] then redis.call('PUBLISH', ARGV[i + 1], ARGV[1]) end
+    if ARGV[i + 2] then redis.pcall('PUBLISH', ARGV[i + 2], ARGV[2]) end
   elseif owner then
     others = others + 1
   end
@@ -152,10 +168,19 @@ request commit_request(const std::vector<std::string>& keys, const std::string& 
     return req;
 }
 
-request release_request(const std::vector<std::string>& keys, const std::string& token,
+request extend_request(const std::vector<std::string>& keys, const std::string& token, std::chrono::milliseconds ttl,
+                       std::chrono::milliseconds node_timeout)
+{
+    request req;
+    req.push_script(extend(), keys, {token, std::to_string(ttl.count())});
+    req.set_timeout(node_timeout);
+    return req;
+}
+
+request release_request(const std::vector<std::string>& keys, const std::string& token, std::string_view release_id,
                         std::chrono::milliseconds node_timeout)
 {
-    std::vector<std::string> args{token};
+    std::vector<std::string> args{token, std::string(release_id)};
     for (const auto& key : keys) args.push_back(release_channel(key));
     request req;
     req.push_script(release(), keys, args);
@@ -196,6 +221,13 @@ std::optional<std::uint64_t> granted_fence(const response& resp)
 }
 
 vote classify_commit(error_code ec, const response& resp)
+{
+    auto n = script_result(ec, resp);
+    if (!n) return vote::error;
+    return *n == 1 ? vote::yes : vote::no;
+}
+
+vote classify_extend(error_code ec, const response& resp)
 {
     auto n = script_result(ec, resp);
     if (!n) return vote::error;

@@ -1,7 +1,8 @@
 // The Lua scripts of the mutex and how their answers count as votes.
 #pragma once
 
-#include "quorum/quorum.hpp"
+#include "quorum/tally.hpp"
+
 #include <redlock/error.hpp>
 #include <redlock/lock_options.hpp>
 #include <redlock/request.hpp>
@@ -17,9 +18,8 @@
 namespace redlock::detail::lock_scripts {
 
 /// KEYS: the lock keys; ARGV: token, ttl in ms. Sets every key to the token with the ttl if none is held by
-/// another token (all or none), so acquiring again, or extending, is the same idempotent operation, and an
-/// extension re-creates keys a restarted node lost. Returns 1; when refused, -(holder's PTTL), or 0 if the
-/// holder's key has no TTL.
+/// another token (all or none; acquiring again is idempotent). Returns 1; when refused, -(holder's PTTL), or
+/// 0 if the holder's key has no TTL.
 const script& acquire();
 
 /// Fencing, phase 1 over N nodes. KEYS: the lock keys, then their fence counters; ARGV as acquire(). Grants
@@ -37,10 +37,14 @@ const script& acquire_incrementing_fence();
 /// counter is at T or above.
 const script& commit_fence();
 
-/// KEYS: the lock keys; ARGV: token, then the release channel of each key. Deletes the keys that hold the
-/// token and publishes the token on their channels, so a waiter retries at once (the same token from N nodes
-/// is one release). The token tells nothing new: anyone who may read the key could read it. Returns how many
-/// it deleted, or -(how many another token holds).
+/// KEYS: the lock keys; ARGV: token, ttl in ms. Prolongs the keys only if every one still holds the token:
+/// an extension delayed past a release or a loss must never re-create a key nobody owns. Returns 1, or 0.
+const script& extend();
+
+/// KEYS: the lock keys; ARGV: token, release id, then the release channel of each key. Deletes the keys that
+/// hold the token and publishes the release id on their channels, so a waiter retries at once (the same id
+/// from N nodes is one release; each release has its own id). A refused PUBLISH does not fail the release.
+/// Returns how many it deleted, or -(how many another token holds).
 const script& release();
 
 /// What an acquire does with the fence counters.
@@ -55,7 +59,10 @@ request acquire_request(const std::vector<std::string>& keys, const std::string&
                         std::chrono::milliseconds node_timeout, fence_step fence = fence_step::none);
 request commit_request(const std::vector<std::string>& keys, const std::string& token, std::uint64_t fence,
                        std::chrono::milliseconds node_timeout);
-request release_request(const std::vector<std::string>& keys, const std::string& token,
+request extend_request(const std::vector<std::string>& keys, const std::string& token, std::chrono::milliseconds ttl,
+                       std::chrono::milliseconds node_timeout);
+/// `release_id`: unique to this release (waiters de-duplicate the N nodes' messages by it).
+request release_request(const std::vector<std::string>& keys, const std::string& token, std::string_view release_id,
                         std::chrono::milliseconds node_timeout);
 
 /// Granted (1, or a fenced grant whose counter parses), refused (-PTTL or 0) or failed.
@@ -63,6 +70,7 @@ vote classify_acquire(error_code ec, const response& resp);
 /// The counter a fenced grant returned.
 std::optional<std::uint64_t> granted_fence(const response& resp);
 vote classify_commit(error_code ec, const response& resp);
+vote classify_extend(error_code ec, const response& resp);
 vote classify_release(error_code ec, const response& resp);
 
 /// From a refused acquire: how long the holder's key lives on that node.

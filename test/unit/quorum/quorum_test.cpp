@@ -1,7 +1,8 @@
 // The decisions of the Redlock algorithm without I/O: quorum size, tally, validity, retry delay, tokens.
-#include "quorum/quorum.hpp"
 #include "primitives/common/retry.hpp"
 #include "primitives/common/token.hpp"
+#include "primitives/common/validity.hpp"
+#include "quorum/tally.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,4 +1,4 @@
-// The decisions of the Redlock algorithm, as pure functions: quorum size, the vote tally, validity.
+// Quorum rules and the vote tally: how many nodes must agree, and whether they have yet.
 #pragma once
 
 #include <chrono>
@@ -10,6 +10,14 @@ namespace redlock::detail {
 constexpr std::size_t majority(std::size_t nodes) noexcept
 {
     return nodes / 2 + 1;
+}
+
+/// A permit of a semaphore with `limit` permits over N nodes counts only with floor(N * L / (L + 1)) + 1
+/// grants: with fewer, L + 1 holders could each hold that many nodes while no node exceeds L holders. For
+/// L = 1 this is the majority; it reaches N once L >= N - 1 (then no node may fail).
+constexpr std::size_t permit_quorum(std::size_t nodes, std::size_t limit) noexcept
+{
+    return nodes * limit / (limit + 1) + 1;
 }
 
 /// What one node said.
@@ -61,26 +69,5 @@ private:
     std::size_t nodes_, quorum_;
     std::size_t yes_ = 0, no_ = 0, errors_ = 0;
 };
-
-/// drift = ttl * factor + 2 ms: the clock drift between nodes and the time Redis may take to expire a key.
-constexpr std::chrono::microseconds drift(std::chrono::milliseconds ttl, double factor) noexcept
-{
-    return std::chrono::microseconds(static_cast<std::int64_t>(static_cast<double>(ttl.count()) * factor * 1000.0)) +
-           std::chrono::milliseconds(2);
-}
-
-/// The local deadline of a grant obtained by an attempt that started at `start`:
-/// start + ttl - drift, so validity = ttl - elapsed - drift.
-constexpr std::chrono::steady_clock::time_point valid_until(std::chrono::steady_clock::time_point start,
-                                                            std::chrono::milliseconds ttl, double factor) noexcept
-{
-    return start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(ttl - drift(ttl, factor));
-}
-
-/// Per-node deadline by default: much shorter than the TTL, so a slow node cannot eat the validity.
-constexpr std::chrono::milliseconds default_node_timeout(std::chrono::milliseconds ttl) noexcept
-{
-    return std::max(std::chrono::milliseconds(1), std::min(std::chrono::milliseconds(50), ttl / 10));
-}
 
 }  // namespace redlock::detail

@@ -1,0 +1,65 @@
+// "A node": what the quorum layer sends requests to. The seam for Redis Cluster and Sentinel.
+//
+// Today a node is one connection to one Redis server (make_connection_node). A Redis Cluster (slot map, MOVED
+// and ASK redirects, a connection per shard) or a Sentinel-discovered master can take its place without
+// touching the primitives: they only ever see nodes. Tests inject fake nodes through the same seam.
+#pragma once
+
+#include <redlock/diagnostics.hpp>
+#include <redlock/error.hpp>
+#include <redlock/node_config.hpp>
+#include <redlock/request.hpp>
+#include <redlock/response.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redlock {
+
+/// One independent Redis deployment. Every member may be called from any thread; completion handlers run on
+/// their associated executor, never inside the initiating call. A node may be destroyed with operations in
+/// flight: they complete (with an error) all the same.
+class node {
+public:
+    using completion = boost::asio::any_completion_handler<void(error_code)>;
+    using message_handler = std::function<void(std::string_view channel, std::string_view payload)>;
+
+    virtual ~node() = default;
+
+    /// How the node appears in diagnostics: its URL without password.
+    virtual std::string name() const = 0;
+
+    /// Starts connecting (if it was not) and completes with the result of the first attempt, as
+    /// connection::async_connect does; the node keeps reconnecting by itself.
+    virtual void async_connect(diagnostics& diag, completion handler) = 0;
+
+    /// Runs `req`, whose keys all share the hash slot of `routing_key`, and stores the replies in `resp`, as
+    /// connection::async_exec does (its deadline is req.timeout()). `req` and `resp` outlive the operation.
+    virtual void async_exec(const request& req, response& resp, std::string_view routing_key, completion handler) = 0;
+
+    /// Subscribes to `channels` (all in the hash slot of their first one); completes once the node confirmed
+    /// them, or with the node's refusal (error::server_error, with its text in `diag`). Confirmed channels
+    /// stay subscribed across reconnections until unsubscribed.
+    virtual void async_subscribe(std::vector<std::string> channels, diagnostics& diag, completion handler) = 0;
+    virtual void async_unsubscribe(std::vector<std::string> channels, completion handler) = 0;
+    /// Receives the messages of subscribed channels. Must not block. Replaces any earlier handler.
+    virtual void set_message_handler(message_handler handler) = 0;
+
+    /// Closes the node's connections; operations in flight fail with error::closed.
+    virtual void close() = 0;
+};
+
+/// Makes the node of one configuration; a client calls it once per node_config it is given.
+using node_factory =
+    std::function<std::unique_ptr<node>(const boost::asio::any_io_executor& ex, const node_config& config)>;
+
+/// The default node: one pipelined connection (redlock::connection) to the server of `config`.
+std::unique_ptr<node> make_connection_node(const boost::asio::any_io_executor& ex, const node_config& config);
+
+}  // namespace redlock

@@ -1,0 +1,48 @@
+// The loop every primitive acquires with: one attempt at a time per lock per client, wake-ups on release
+// messages, jittered retries that never outlast the holder's TTL, and a deadline.
+#pragma once
+
+#include "primitives/common/client_impl.hpp"
+#include "primitives/common/lease_state.hpp"
+
+#include <redlock/diagnostics.hpp>
+
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace redlock::detail {
+
+/// What one attempt reports. A failed or cancelled attempt has already sent its clean-up (release on all N
+/// nodes: a late grant may still land on a silent one).
+struct attempt_result {
+    error_code failure;                                   ///< clear: granted
+    std::shared_ptr<lease_state> granted;                 ///< when granted
+    bool refused = false;                                 ///< another owner answered: its release is worth waiting for
+    std::optional<std::chrono::milliseconds> holder_ttl;  ///< shortest remaining TTL among those owners
+};
+
+struct acquire_plan {
+    std::string gate_id;                ///< one attempt at a time per gate in this client
+    std::vector<std::string> channels;  ///< release channels that wake a waiter
+    std::chrono::steady_clock::time_point wait_until;
+    std::chrono::milliseconds retry_delay{100};
+    std::chrono::milliseconds retry_jitter{50};
+};
+
+/// Attempt number n (from 1). Must not be a capturing lambda coroutine: return the awaitable of a coroutine
+/// that takes its state by value.
+using attempt_fn = std::function<boost::asio::awaitable<attempt_result>(std::uint64_t n)>;
+
+/// Runs attempts until one is granted, the wait deadline passes (the last failure), or the caller is
+/// cancelled (operation_aborted). `diag` may be null; attempts fill it in.
+boost::asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_loop(
+    std::shared_ptr<client_impl> client, acquire_plan plan, attempt_fn attempt, diagnostics* diag);
+
+}  // namespace redlock::detail

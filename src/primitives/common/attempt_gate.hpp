@@ -1,0 +1,53 @@
+// One attempt at a time per lock per client: a client's own waiters would otherwise split the nodes' votes
+// among themselves (20 coroutines of one process, each holding a node or two, and nobody a quorum).
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <deque>
+#include <string>
+#include <unordered_map>
+
+namespace redlock::detail {
+
+/// On the client's strand. Gates are named (a lock's keys); the first to enter takes the gate, the others
+/// queue FIFO and each is handed the gate in turn.
+class attempt_gates {
+public:
+    /// Waits (on `timer`, which must stay alive until this returns) until the gate `id` is free and takes it;
+    /// false if the calling coroutine was cancelled first. The holder must call leave.
+    boost::asio::awaitable<bool> enter(const std::string& id, boost::asio::steady_timer& timer);
+    /// Frees the gate, or hands it to the longest waiting.
+    void leave(const std::string& id);
+
+private:
+    std::unordered_map<std::string, std::deque<boost::asio::steady_timer*>> gates_;  // taken gates, their waiters
+};
+
+/// Holds a gate for a scope: leaves it on destruction, whatever path leaves the scope.
+class gate_pass {
+public:
+    gate_pass(attempt_gates& gates, std::string id) : gates_(gates), id_(std::move(id)) {}
+    ~gate_pass() { leave(); }
+    gate_pass(const gate_pass&) = delete;
+    gate_pass& operator=(const gate_pass&) = delete;
+
+    boost::asio::awaitable<bool> enter(boost::asio::steady_timer& timer)
+    {
+        held_ = co_await gates_.enter(id_, timer);
+        co_return held_;
+    }
+    void leave()
+    {
+        if (held_) gates_.leave(id_);
+        held_ = false;
+    }
+
+private:
+    attempt_gates& gates_;
+    std::string id_;
+    bool held_ = false;
+};
+
+}  // namespace redlock::detail

@@ -1,0 +1,33 @@
+// What the lease machinery needs to know of a primitive: how to extend and release its lease, and how to read
+// a node's answer to each. The mutex is one protocol; a semaphore permit is another.
+#pragma once
+
+#include "quorum/node_set.hpp"
+
+#include <redlock/request.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace redlock::detail {
+
+struct lease_protocol {
+    std::string routing_key;  ///< the hash slot of everything the lease touches
+    std::size_t quorum = 0;   ///< yes votes an extension or a release needs
+    request extend;           ///< prolongs the lease where it still holds our token, and nothing else
+    classify_fn extended;     ///< yes: prolonged; no: not ours there
+    request release;          ///< ends the lease where it holds our token
+    classify_fn released;     ///< yes: ended, or nothing of ours left; no: another owner holds it
+};
+
+/// How long a lease lives and how the watchdog keeps it.
+struct lease_timing {
+    std::chrono::milliseconds ttl{0};
+    double drift_factor = 0.01;
+    bool watchdog = false;
+    std::chrono::milliseconds extend_interval{0};  ///< 0: ttl / 3
+    std::chrono::milliseconds max_hold{0};         ///< 0: no limit
+};
+
+}  // namespace redlock::detail

@@ -1,0 +1,196 @@
+#include "primitives/common/decisions.hpp"
+#include "primitives/common/lease_state.hpp"
+#include "primitives/common/validity.hpp"
+#include "primitives/common/watchdog_schedule.hpp"
+
+#include <redlock/detail/access.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+using ms = std::chrono::milliseconds;
+
+namespace {
+std::string tally_text(const quorum_tally& tally)
+{
+    return std::to_string(tally.yes()) + " of " + std::to_string(tally.nodes()) + " nodes said yes, " +
+           std::to_string(tally.no()) + " no (not ours), " + std::to_string(tally.errors()) +
+           " failed; a quorum needs " + std::to_string(tally.quorum());
+}
+}  // namespace
+
+lease_state::lease_state(std::shared_ptr<client_impl> client, lease_protocol protocol, lease_timing timing,
+                         std::vector<std::string> keys, std::string token, std::uint64_t fencing_token,
+                         clock::time_point granted_at, clock::time_point valid_until)
+    : client_(std::move(client)),
+      protocol_(std::move(protocol)),
+      timing_(timing),
+      keys_(std::move(keys)),
+      token_(std::move(token)),
+      fencing_token_(fencing_token),
+      valid_until_(valid_until.time_since_epoch().count()),
+      acquired_at_(granted_at),
+      granted_at_(granted_at),
+      keeper_timer_(client_->strand())
+{}
+
+void lease_state::start()
+{
+    auto self = shared_from_this();
+    asio::co_spawn(client_->strand(), keep(self), [self](std::exception_ptr e) {
+        // The keeper ends by returning. If it failed instead, nobody extends the lease any more: say so now
+        // rather than let the holder believe it is protected.
+        if (e) asio::dispatch(self->strand(), [self] { self->declare_lost("the watchdog failed"); });
+    });
+}
+
+asio::awaitable<void> lease_state::keep(std::shared_ptr<lease_state> self)
+{
+    const auto& t = self->timing_;
+    watchdog_plan plan;
+    plan.enabled = t.watchdog;
+    plan.interval = t.extend_interval.count() > 0 ? t.extend_interval : t.ttl / 3;
+    plan.retry = std::max(ms(1), std::min(plan.interval / 4, ms(100)));
+    if (t.max_hold.count() > 0) plan.stop_extending_at = self->acquired_at_ + t.max_hold;
+
+    while (self->status_ == status::held) {
+        const auto step = next_watchdog_step(plan, self->granted_at_, self->last_extension_failed_, clock::now(),
+                                             self->valid_until());
+        self->keeper_timer_.expires_at(step.at);
+        co_await self->keeper_timer_.async_wait(asio::as_tuple(asio::use_awaitable));  // also woken early
+        if (self->status_ != status::held) break;
+        const auto now = clock::now();
+        if (now >= self->valid_until()) {
+            // Also after a process pause: no extension counts once the local validity has ended.
+            self->declare_lost(self->last_extension_failed_
+                                   ? "its validity ended without a successful extension: " +
+                                         self->last_extension_failure_
+                                   : std::string("its validity ended (no extension was due: watchdog off, or "
+                                                 "max_hold reached)"));
+            break;
+        }
+        if (step.what == watchdog_step::action::extend && now >= step.at) co_await extend_once(self, nullptr);
+    }
+}
+
+asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state> self, diagnostics* diag)
+{
+    const auto start = clock::now();
+    // Bounded by the validity in force: the lease is lost at that instant, however late the nodes answer.
+    auto result = co_await self->client_->nodes().fan_out(self->protocol_.extend, self->protocol_.routing_key,
+                                                          self->protocol_.extended, self->protocol_.quorum,
+                                                          until::decided, self->valid_until());
+    if (diag) access::set_nodes(*diag, result->outcomes(self->client_->nodes().names()));
+    if (self->status_ != status::held)
+        co_return make_error_code(self->status_ == status::lost ? error::lost : error::not_owner);
+    if (result->cancelled) co_return make_error_code(asio::error::operation_aborted);
+    const auto outcome = decide_extend(result->tally, result->expired, clock::now() >= self->valid_until());
+    if (!outcome.ec) {
+        const auto until = detail::valid_until(start, self->timing_.ttl, self->timing_.drift_factor);
+        self->granted_at_ = start;
+        if (until > self->valid_until()) self->set_valid_until(until);
+        self->last_extension_failed_ = false;
+        self->keeper_timer_.cancel();  // reschedule from the new grant
+        co_return error_code{};
+    }
+    self->last_extension_failed_ = true;
+    self->last_extension_failure_ = tally_text(result->tally);
+    if (diag) access::set_client_message(*diag, "the extension failed: " + self->last_extension_failure_);
+    if (outcome.lease_lost) {
+        // A grant that arrives after the validity ended does not revive the lease; other owners on a quorum
+        // mean it is gone.
+        self->declare_lost(outcome.ec == error::lost
+                               ? "an extension completed after the validity had ended"
+                               : "an extension found other owners: " + self->last_extension_failure_);
+    }
+    co_return outcome.ec;
+}
+
+asio::awaitable<std::tuple<error_code>> lease_state::extend(std::shared_ptr<lease_state> self, diagnostics* diag)
+{
+    if (diag) diag->clear();
+    if (self->status_ == status::lost) co_return std::tuple{make_error_code(error::lost)};
+    if (self->status_ == status::released) co_return std::tuple{make_error_code(error::not_owner)};
+    if (clock::now() >= self->valid_until()) {
+        self->declare_lost("its validity ended before the extension");
+        co_return std::tuple{make_error_code(error::lost)};
+    }
+    co_return std::tuple{co_await extend_once(self, diag)};
+}
+
+asio::awaitable<std::tuple<error_code>> lease_state::release(std::shared_ptr<lease_state> self, diagnostics* diag)
+{
+    if (diag) diag->clear();
+    const bool was_lost = self->status_ == status::lost;
+    if (!self->stop_holding()) co_return std::tuple{error_code{}};  // idempotent
+    auto result =
+        co_await self->client_->nodes().fan_out(self->protocol_.release, self->protocol_.routing_key,
+                                                self->protocol_.released, self->protocol_.quorum, until::all_answered);
+    if (diag) {
+        access::set_nodes(*diag, result->outcomes(self->client_->nodes().names()));
+        if (was_lost) access::set_client_message(*diag, "the lease had been lost: " + self->lost_why_);
+    }
+    if (result->cancelled && !was_lost) co_return std::tuple{make_error_code(asio::error::operation_aborted)};
+    co_return std::tuple{decide_release(result->tally, was_lost)};
+}
+
+bool lease_state::stop_holding()
+{
+    if (status_ == status::released) return false;
+    status_ = status::released;
+    keeper_timer_.cancel();
+    finish_waiters(asio::error::operation_aborted);
+    return true;
+}
+
+void lease_state::release_in_background()
+{
+    if (!stop_holding()) return;
+    client_->nodes().send_to_all(protocol_.release, protocol_.routing_key);
+}
+
+void lease_state::wait_lost(pending_completion<> waiter, std::uint64_t id, diagnostics* diag)
+{
+    if (status_ == status::lost) {
+        if (diag) access::set_client_message(*diag, lost_why_);
+        return waiter.complete(error::lost);
+    }
+    if (status_ == status::released) return waiter.complete(asio::error::operation_aborted);
+    lost_waiters_.push_back({id, std::move(waiter), diag});
+}
+
+void lease_state::cancel_wait(std::uint64_t id)
+{
+    auto it = std::find_if(lost_waiters_.begin(), lost_waiters_.end(), [id](auto& w) { return w.id == id; });
+    if (it == lost_waiters_.end()) return;
+    auto done = std::move(it->done);
+    lost_waiters_.erase(it);
+    done.complete(asio::error::operation_aborted);
+}
+
+void lease_state::declare_lost(std::string why)
+{
+    if (status_ != status::held) return;
+    status_ = status::lost;
+    lost_why_ = std::move(why);
+    lost_.store(true, std::memory_order_relaxed);
+    keeper_timer_.cancel();
+    finish_waiters(error::lost);
+}
+
+void lease_state::finish_waiters(error_code ec)
+{
+    auto waiters = std::move(lost_waiters_);
+    lost_waiters_.clear();
+    for (auto& w : waiters) {
+        if (w.diag && ec == error::lost) access::set_client_message(*w.diag, lost_why_);
+        w.done.complete(ec);
+    }
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,126 @@
+#include "quorum/node_set.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+
+fan_out_state::fan_out_state(const strand_type& strand, request r, std::size_t nodes, std::size_t quorum)
+    : req(std::move(r)), replies(nodes), diags(nodes), results(nodes), votes(nodes), tally(nodes, quorum), wake(strand)
+{}
+
+std::vector<node_outcome> fan_out_state::outcomes(const std::vector<std::string>& names) const
+{
+    std::vector<node_outcome> out(names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        out[i].node = names[i];
+        if (!results[i]) continue;  // pending
+        out[i].ec = *results[i];
+        out[i].message = diags[i].message();
+        for (const auto& reply : replies[i])
+            if (reply.is_error()) out[i].message = reply.error_text();
+        switch (votes[i]) {
+            case vote::yes:
+                out[i].what = node_outcome::result::granted;
+                break;
+            case vote::no:
+                out[i].what = node_outcome::result::refused;
+                break;
+            case vote::error:
+                out[i].what = node_outcome::result::failed;
+                break;
+        }
+    }
+    return out;
+}
+
+node_set::node_set(const asio::any_io_executor& ex, std::vector<node_config> configs, const node_factory& factory)
+    : strand_(asio::make_strand(ex)), configs_(std::move(configs))
+{
+    for (const auto& config : configs_) {
+        nodes_.push_back(factory ? factory(ex, config) : make_connection_node(ex, config));
+        names_.push_back(nodes_.back()->name());
+    }
+}
+
+node_set::~node_set() = default;
+
+std::shared_ptr<fan_out_state> node_set::start(request req, std::string routing_key, node_call call,
+                                               classify_fn classify, std::size_t quorum)
+{
+    auto state = std::make_shared<fan_out_state>(strand_, std::move(req), nodes_.size(), quorum);
+    state->routing_key = std::move(routing_key);
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        call(*nodes_[i], *state, i, asio::bind_executor(strand_, [state, i, classify](error_code ec) {
+            if (state->results[i]) return;  // a node that completes twice is ignored
+            state->results[i] = ec;
+            state->votes[i] = classify(ec, state->replies[i]);
+            state->tally.add(state->votes[i]);
+            state->wake.cancel();
+        }));
+    }
+    return state;
+}
+
+namespace {
+void exec_request(node& n, fan_out_state& s, std::size_t i, node::completion done)
+{
+    n.async_exec(s.req, s.replies[i], s.routing_key, std::move(done));
+}
+}  // namespace
+
+asio::awaitable<std::shared_ptr<fan_out_state>> node_set::fan_out(node_call call, classify_fn classify,
+                                                                  std::size_t quorum, until wait_for,
+                                                                  std::chrono::steady_clock::time_point deadline)
+{
+    return outcome(start({}, {}, std::move(call), classify, quorum), wait_for, deadline);
+}
+
+asio::awaitable<std::shared_ptr<fan_out_state>> node_set::fan_out(request req, std::string routing_key,
+                                                                  classify_fn classify, std::size_t quorum,
+                                                                  until wait_for,
+                                                                  std::chrono::steady_clock::time_point deadline)
+{
+    return outcome(start(std::move(req), std::move(routing_key), exec_request, classify, quorum), wait_for, deadline);
+}
+
+asio::awaitable<std::shared_ptr<fan_out_state>> node_set::outcome(std::shared_ptr<fan_out_state> state, until wait_for,
+                                                                  std::chrono::steady_clock::time_point deadline)
+{
+    auto done = [&] {
+        const auto& t = state->tally;
+        return wait_for == until::all_answered ? t.yes() + t.no() + t.errors() == t.nodes()
+                                               : t.decide() != quorum_tally::decision::pending;
+    };
+    while (!done()) {
+        state->wake.expires_at(deadline);
+        co_await state->wake.async_wait(asio::as_tuple(asio::use_awaitable));
+        if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
+            state->cancelled = true;
+            break;
+        }
+        if (!done() && std::chrono::steady_clock::now() >= deadline) {
+            state->expired = true;
+            break;
+        }
+    }
+    co_return state;
+}
+
+void node_set::send_to_all(request req, std::string routing_key)
+{
+    start(
+        std::move(req), std::move(routing_key), exec_request, [](error_code, const response&) { return vote::yes; },
+        nodes_.size());
+}
+
+void node_set::close()
+{
+    for (auto& n : nodes_) n->close();
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,101 @@
+// The N nodes of a client and the one fan-out loop every operation uses: the same request to all N at once,
+// each with its own deadline, decided as soon as the quorum rule says so.
+#pragma once
+
+#include "common/completion.hpp"
+#include "quorum/tally.hpp"
+
+#include <redlock/diagnostics.hpp>
+#include <redlock/node.hpp>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace redlock::detail {
+
+/// Turns one node's answer into a vote.
+using classify_fn = vote (*)(error_code ec, const response& resp);
+
+/// When a fan-out returns: once the quorum rule decided the outcome (the slowest nodes still answer into the
+/// state), or once every node answered or hit its deadline.
+enum class until { decided, all_answered };
+
+/// One operation sent to every node, and what each said. Shared with the nodes' callbacks, so nodes that
+/// answer after the outcome was decided still write here.
+struct fan_out_state {
+    fan_out_state(const strand_type& strand, request r, std::size_t nodes, std::size_t quorum);
+
+    request req;
+    std::string routing_key;
+    std::vector<response> replies;
+    std::vector<diagnostics> diags;                  // per node, for operations that report text (connect)
+    std::vector<std::optional<error_code>> results;  // empty: no answer yet
+    std::vector<vote> votes;
+    quorum_tally tally;
+    boost::asio::steady_timer wake;  // woken at each answer
+    bool cancelled = false;          // the caller was cancelled before the outcome was decided
+    bool expired = false;            // the deadline passed before the outcome was decided
+
+    bool answered(std::size_t i) const noexcept { return results[i].has_value(); }
+    /// Per-node report for diagnostics (`names`: each node's name).
+    std::vector<node_outcome> outcomes(const std::vector<std::string>& names) const;
+};
+
+class node_set {
+public:
+    /// Makes one node per configuration with `factory` (make_connection_node when empty).
+    node_set(const boost::asio::any_io_executor& ex, std::vector<node_config> configs, const node_factory& factory);
+    ~node_set();
+    node_set(const node_set&) = delete;
+    node_set& operator=(const node_set&) = delete;
+
+    strand_type& strand() noexcept { return strand_; }
+    std::size_t size() const noexcept { return nodes_.size(); }
+    std::size_t majority() const noexcept { return detail::majority(nodes_.size()); }
+    const std::vector<node_config>& configs() const noexcept { return configs_; }
+    const std::vector<std::string>& names() const noexcept { return names_; }
+    node& at(std::size_t i) noexcept { return *nodes_[i]; }
+
+    /// What one node does in a fan-out: starts its part of the operation and calls `done` once.
+    using node_call = std::function<void(node& n, fan_out_state& state, std::size_t i, node::completion done)>;
+
+    /// On the strand: starts `call` on every node at once and returns when the outcome is decided with
+    /// `quorum` yes votes needed (or, with until::all_answered, when every node answered), when the calling
+    /// coroutine is cancelled (state->cancelled), or at `deadline` (state->expired). Never throws for a node's
+    /// failure: that is an error vote.
+    boost::asio::awaitable<std::shared_ptr<fan_out_state>> fan_out(
+        node_call call, classify_fn classify, std::size_t quorum, until wait_for = until::decided,
+        std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+
+    /// The common case: `req` to every node, routed by `routing_key`.
+    boost::asio::awaitable<std::shared_ptr<fan_out_state>> fan_out(
+        request req, std::string routing_key, classify_fn classify, std::size_t quorum, until wait_for = until::decided,
+        std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+
+    /// The two halves of fan_out, for operations nobody waits for at once. `start` begins the operation on
+    /// every node (the state records each answer as it arrives; on the strand); `outcome` waits for it. Static:
+    /// the state, not the node set, is what the nodes' callbacks and the waiting coroutine share.
+    std::shared_ptr<fan_out_state> start(request req, std::string routing_key, node_call call, classify_fn classify,
+                                         std::size_t quorum);
+    static boost::asio::awaitable<std::shared_ptr<fan_out_state>> outcome(
+        std::shared_ptr<fan_out_state> state, until wait_for, std::chrono::steady_clock::time_point deadline);
+
+    /// Sends `req` to every node and forgets it (the releases after a failed or cancelled attempt).
+    void send_to_all(request req, std::string routing_key);
+
+    void close();
+
+private:
+    strand_type strand_;
+    std::vector<node_config> configs_;
+    std::vector<std::string> names_;
+    std::vector<std::unique_ptr<node>> nodes_;
+};
+
+}  // namespace redlock::detail
