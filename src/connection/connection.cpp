@@ -1,7 +1,7 @@
 #include "common/completion.hpp"
+#include "connection/multiplexer.hpp"
 
 #include <redlock/connection.hpp>
-#include "connection/multiplexer.hpp"
 #include <redlock/resp/reader.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -29,7 +29,17 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 struct atomic_usage {
     std::atomic<std::uint64_t> writes{0}, bytes_written{0}, bytes_read{0}, requests{0}, replies{0}, pushes{0},
-        abandoned{0}, connects{0}, disconnects{0};
+        abandoned{0}, connects{0}, disconnects{0}, resubscribes{0}, subscribe_refusals{0};
+};
+
+// One async_subscribe or async_unsubscribe: the request it sends and what to make of the outcome.
+struct pubsub_call {
+    bool subscribe;
+    std::vector<std::string> channels;
+    diagnostics* diag;
+    request req;
+    response resp;
+    std::uint64_t intent = 0;  // order of the calls, to apply their confirmations in stream order
 };
 
 class exec_op;
@@ -59,6 +69,12 @@ public:
     {
         asio::dispatch(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
             self->push_handler_ = std::move(h);
+        });
+    }
+    void set_message_handler(std::function<void(std::string_view, std::string_view)> handler)
+    {
+        asio::dispatch(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
+            self->message_handler_ = std::move(h);
         });
     }
 
@@ -95,6 +111,7 @@ private:
         return why;
     }
     void on_value(resp::value& value, error_code& ec);
+    void deliver_push(const resp::value& push);
     void notify_connect_waiters(error_code ec, const diagnostics& diag);
     void set_state(connection_state s) noexcept { state_.store(s, std::memory_order_relaxed); }
     std::chrono::milliseconds next_backoff();
@@ -116,6 +133,7 @@ private:
     std::unordered_set<std::string> loaded_scripts_;  // SHAs loaded in this connection session
     std::uint64_t next_waiter_id_ = 0;
     std::function<void(const resp::value&)> push_handler_;
+    std::function<void(std::string_view, std::string_view)> message_handler_;
     clock::time_point last_write_{};
     clock::time_point waiting_since_{};  // last progress while replies are outstanding
     std::chrono::milliseconds backoff_{0};
@@ -137,6 +155,11 @@ public:
           completion_(std::move(handler), strand_.get_inner_executor()),
           deadline_(strand_)
     {}
+    exec_op(std::shared_ptr<connection_impl> conn, std::shared_ptr<pubsub_call> call, completion handler)
+        : exec_op(std::move(conn), call->req, &call->resp, std::move(handler))
+    {
+        call_ = std::move(call);
+    }
 
     void start()
     {
@@ -145,7 +168,7 @@ public:
         if (!conn) return complete(error::closed);
         const auto state = conn->state();
         if (state == connection_state::closed) return complete(error::closed);
-        if (request_->empty()) return complete(error::invalid_argument);
+        if (request_->empty() || (call_ && call_->channels.empty())) return complete(error::invalid_argument);
         if (state != connection_state::connected && state != connection_state::connecting)
             return complete(error::not_connected);
 
@@ -233,12 +256,32 @@ private:
 
     void complete(error_code ec)
     {
+        if (call_) ec = conclude_pubsub(ec);
         done_ = true;
         deadline_.cancel();
         completion_.complete(ec);
     }
 
+    // The outcome of async_subscribe / async_unsubscribe: a refusal's text goes to the caller's diagnostics.
+    error_code conclude_pubsub(error_code ec)
+    {
+        auto* diag = call_->diag;
+        if (diag) diag->clear();
+        if (ec != error::server_error) return ec;
+        std::size_t refused = 0;
+        for (const auto& v : *response_) {
+            if (!v.is_error()) continue;
+            if (refused++ == 0 && diag) diag->set_server_message(std::string(v.error_text()));
+        }
+        if (call_->subscribe) {
+            if (auto conn = conn_.lock())
+                conn->stats().subscribe_refusals.fetch_add(refused, std::memory_order_relaxed);
+        }
+        return ec;
+    }
+
     std::weak_ptr<connection_impl> conn_;
+    std::shared_ptr<pubsub_call> call_;  // set for async_subscribe / async_unsubscribe
     strand_type strand_;
     const request* request_;
     response* response_;
@@ -484,6 +527,33 @@ asio::awaitable<error_code> connection_impl::read_replies(std::size_t count, res
     }
 }
 
+void connection_impl::deliver_push(const resp::value& push)
+{
+    // A handler's failure must not take the connection down.
+    if (push_handler_) {
+        try {
+            push_handler_(push);
+        } catch (...) {
+        }
+    }
+    if (!message_handler_) return;
+    // RESP3: [message, channel, payload], [smessage, channel, payload], [pmessage, pattern, channel, payload].
+    const auto& e = push.elements;
+    if (e.empty()) return;
+    const std::string_view kind = e[0].text;
+    std::size_t channel = 0;
+    if ((kind == "message" || kind == "smessage") && e.size() == 3)
+        channel = 1;
+    else if (kind == "pmessage" && e.size() == 4)
+        channel = 2;
+    else
+        return;
+    try {
+        message_handler_(e[channel].text, e[channel + 1].text);
+    } catch (...) {
+    }
+}
+
 void connection_impl::on_value(resp::value& value, error_code& ec)
 {
     switch (mpx_.consume(value)) {
@@ -492,13 +562,7 @@ void connection_impl::on_value(resp::value& value, error_code& ec)
             break;
         case multiplexer::consumed::push:
             stats_.pushes.fetch_add(1, std::memory_order_relaxed);
-            if (push_handler_) {
-                try {
-                    push_handler_(value);
-                } catch (...) {
-                    // A subscriber's failure must not take the connection down.
-                }
-            }
+            deliver_push(value);
             break;
         case multiplexer::consumed::unsolicited:
             ec = error::protocol_error;  // a reply nobody asked for: the stream is out of step
@@ -573,6 +637,18 @@ void start_exec(const std::shared_ptr<connection_impl>& impl, const request& req
     asio::dispatch(impl->strand(), [op] { op->start(); });
 }
 
+void start_pubsub(const std::shared_ptr<connection_impl>& impl, bool subscribe, std::vector<std::string> channels,
+                  diagnostics* diag, completion handler)
+{
+    auto call = std::make_shared<pubsub_call>();
+    call->subscribe = subscribe;
+    call->channels = std::move(channels);
+    call->diag = diag;
+    if (!call->channels.empty()) call->req.push_range(subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE", call->channels);
+    auto op = std::make_shared<exec_op>(impl, std::move(call), std::move(handler));
+    asio::dispatch(impl->strand(), [op] { op->start(); });
+}
+
 }  // namespace detail
 
 connection::connection(executor_type ex, node_config config) : connection(std::move(ex), std::move(config), {}) {}
@@ -609,6 +685,10 @@ void connection::set_push_handler(std::function<void(const resp::value&)> handle
 {
     impl_->set_push_handler(std::move(handler));
 }
+void connection::set_message_handler(std::function<void(std::string_view, std::string_view)> handler)
+{
+    impl_->set_message_handler(std::move(handler));
+}
 void connection::close()
 {
     impl_->close();
@@ -622,8 +702,9 @@ usage connection::get_usage() const noexcept
 {
     auto& s = impl_->stats();
     auto get = [](const std::atomic<std::uint64_t>& v) { return v.load(std::memory_order_relaxed); };
-    return usage{get(s.writes), get(s.bytes_written), get(s.bytes_read), get(s.requests),   get(s.replies),
-                 get(s.pushes), get(s.abandoned),     get(s.connects),   get(s.disconnects)};
+    return usage{get(s.writes),      get(s.bytes_written), get(s.bytes_read),        get(s.requests),
+                 get(s.replies),     get(s.pushes),        get(s.abandoned),         get(s.connects),
+                 get(s.disconnects), get(s.resubscribes),  get(s.subscribe_refusals)};
 }
 
 }  // namespace redlock
