@@ -17,7 +17,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <random>
+#include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace redlock {
@@ -90,6 +93,11 @@ public:
     // before the acquire it follows); loading first leaves that only to a SCRIPT FLUSH at run time.
     void load_scripts(const request& req);
 
+    // Subscriptions. An async_subscribe's channels are remembered when their confirmations arrive, unless an
+    // async_unsubscribe of the channel was called after it; async_unsubscribe forgets at once.
+    void begin_pubsub(pubsub_call& call);
+    void note_confirmation(const pubsub_call& call, const resp::value& push);
+
 private:
     struct connect_waiter {
         diagnostics* diag;
@@ -101,6 +109,7 @@ private:
     asio::awaitable<void> run_loop();
     asio::awaitable<error_code> connect_once(diagnostics& diag);
     asio::awaitable<error_code> handshake(diagnostics& diag);
+    asio::awaitable<error_code> restore_subscriptions(diagnostics& diag);
     asio::awaitable<error_code> read_replies(std::size_t count, response& out, diagnostics& diag);
     asio::awaitable<error_code> reader_loop();
     asio::awaitable<error_code> writer_loop();
@@ -134,6 +143,9 @@ private:
     std::uint64_t next_waiter_id_ = 0;
     std::function<void(const resp::value&)> push_handler_;
     std::function<void(std::string_view, std::string_view)> message_handler_;
+    std::set<std::string> subscribed_;                          // confirmed channels, restored on reconnect
+    std::unordered_map<std::string, std::uint64_t> forgotten_;  // channel -> intent of its latest unsubscribe
+    std::uint64_t intents_ = 0;
     clock::time_point last_write_{};
     clock::time_point waiting_since_{};  // last progress while replies are outstanding
     std::chrono::milliseconds backoff_{0};
@@ -166,9 +178,11 @@ public:
         response_->clear();
         auto conn = conn_.lock();
         if (!conn) return complete(error::closed);
+        if (call_ && !call_->channels.empty()) conn->begin_pubsub(*call_);
         const auto state = conn->state();
         if (state == connection_state::closed) return complete(error::closed);
-        if (request_->empty() || (call_ && call_->channels.empty())) return complete(error::invalid_argument);
+        if (request_->empty() || !request_->countable() || (call_ && call_->channels.empty()))
+            return complete(error::invalid_argument);
         if (state != connection_state::connected && state != connection_state::connecting)
             return complete(error::not_connected);
 
@@ -199,6 +213,12 @@ public:
         }
         const bool any_error = std::any_of(response_->begin(), response_->end(), [](auto& v) { return v.is_error(); });
         complete(any_error ? make_error_code(error::server_error) : error_code{});
+    }
+
+    void confirmed(const resp::value& push) override
+    {
+        if (!call_) return;
+        if (auto conn = conn_.lock()) conn->note_confirmation(*call_, push);
     }
 
 private:
@@ -315,6 +335,29 @@ std::shared_ptr<const request> ping()
     return ping;
 }
 
+void connection_impl::begin_pubsub(pubsub_call& call)
+{
+    call.intent = ++intents_;
+    if (call.subscribe) return;
+    for (const auto& channel : call.channels) {
+        subscribed_.erase(channel);
+        forgotten_[channel] = call.intent;
+    }
+}
+
+void connection_impl::note_confirmation(const pubsub_call& call, const resp::value& push)
+{
+    if (push.elements.size() < 2) return;
+    const std::string& channel = push.elements[1].text;
+    auto forgotten = forgotten_.find(channel);
+    if (call.subscribe) {
+        // A SUBSCRIBE confirmed after a later UNSUBSCRIBE was called: that UNSUBSCRIBE follows it on the wire.
+        if (forgotten == forgotten_.end() || forgotten->second < call.intent) subscribed_.insert(channel);
+    } else if (forgotten != forgotten_.end() && forgotten->second == call.intent) {
+        forgotten_.erase(forgotten);
+    }
+}
+
 void connection_impl::load_scripts(const request& req)
 {
     for (const auto& call : req.script_calls()) {
@@ -425,6 +468,7 @@ asio::awaitable<void> connection_impl::run_loop()
         mpx_.fail_all(
             ec == error::protocol_error || ec == error::timeout ? ec : make_error_code(error::connection_lost),
             error::not_connected);
+        forgotten_.clear();  // no confirmation of an earlier call can arrive any more
         if (!config_.reconnect) co_return;
         backoff_timer_.expires_after(next_backoff());
         co_await backoff_timer_.async_wait(use_tuple);
@@ -498,6 +542,33 @@ asio::awaitable<error_code> connection_impl::handshake(diagnostics& diag)
         diag.set_server_message(std::string(replies[1].error_text()));
         co_return error::server_error;
     }
+    co_return co_await restore_subscriptions(diag);
+}
+
+// Subscribes again to the confirmed channels, before the connection serves requests: one SUBSCRIBE per channel,
+// so a refusal (say the user lost the right to it) drops that channel alone.
+asio::awaitable<error_code> connection_impl::restore_subscriptions(diagnostics& diag)
+{
+    if (subscribed_.empty()) co_return error_code{};
+    const std::vector<std::string> channels(subscribed_.begin(), subscribed_.end());
+    request req;
+    for (const auto& channel : channels) req.push("SUBSCRIBE", channel);
+    auto payload = req.payload();
+    auto [wec, written] = co_await async_write(*transport_, asio::buffer(payload.data(), payload.size()), use_tuple);
+    if (wec) {
+        diag.set_client_message("cannot restore the subscriptions on " + config_.to_string() + ": " + wec.message());
+        co_return wec;
+    }
+    response replies;
+    if (auto ec = co_await read_replies(req.expected_replies(), replies, diag)) co_return ec;
+    for (std::size_t i = 0; i < channels.size(); ++i) {
+        if (replies[i].is_error()) {
+            subscribed_.erase(channels[i]);
+            stats_.subscribe_refusals.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            stats_.resubscribes.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
     co_return error_code{};
 }
 
@@ -512,7 +583,16 @@ asio::awaitable<error_code> connection_impl::read_replies(std::size_t count, res
                 co_return error::protocol_error;
             }
             if (!value) break;
-            if (value->data_type != resp::type::push) out.push_back(std::move(*value));
+            if (value->data_type != resp::type::push) {
+                out.push_back(std::move(*value));
+            } else if (confirmation_kind(*value)) {
+                stats_.pushes.fetch_add(1, std::memory_order_relaxed);
+                deliver_push(*value);
+                out.push_back(std::move(*value));  // the confirmation of a restored subscription
+            } else {
+                stats_.pushes.fetch_add(1, std::memory_order_relaxed);
+                deliver_push(*value);  // a message published between two confirmations
+            }
         }
         if (out.size() == count) co_return error_code{};
         auto space = reader_.prepare(4096);
@@ -556,9 +636,16 @@ void connection_impl::deliver_push(const resp::value& push)
 
 void connection_impl::on_value(resp::value& value, error_code& ec)
 {
+    // The raw push handler sees confirmations too, but the multiplexer moves them to their request.
+    std::optional<resp::value> copy;
+    if (push_handler_ && value.data_type == resp::type::push && confirmation_kind(value)) copy = value;
     switch (mpx_.consume(value)) {
         case multiplexer::consumed::reply:
             stats_.replies.fetch_add(1, std::memory_order_relaxed);
+            break;
+        case multiplexer::consumed::confirmation:
+            stats_.pushes.fetch_add(1, std::memory_order_relaxed);
+            if (copy) deliver_push(*copy);  // `value` went to its request
             break;
         case multiplexer::consumed::push:
             stats_.pushes.fetch_add(1, std::memory_order_relaxed);
