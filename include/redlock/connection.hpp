@@ -17,6 +17,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace redlock {
 
@@ -25,12 +28,14 @@ struct usage {
     std::uint64_t writes = 0;  ///< socket writes; coalescing makes this far smaller than requests
     std::uint64_t bytes_written = 0;
     std::uint64_t bytes_read = 0;
-    std::uint64_t requests = 0;     ///< requests written
-    std::uint64_t replies = 0;      ///< replies read (including those of abandoned requests)
-    std::uint64_t pushes = 0;       ///< server pushes read
-    std::uint64_t abandoned = 0;    ///< requests cancelled or timed out after they were written
-    std::uint64_t connects = 0;     ///< successful handshakes
-    std::uint64_t disconnects = 0;  ///< established connections that broke
+    std::uint64_t requests = 0;            ///< requests written
+    std::uint64_t replies = 0;             ///< replies read (including those of abandoned requests)
+    std::uint64_t pushes = 0;              ///< server pushes read
+    std::uint64_t abandoned = 0;           ///< requests cancelled or timed out after they were written
+    std::uint64_t connects = 0;            ///< successful handshakes
+    std::uint64_t disconnects = 0;         ///< established connections that broke
+    std::uint64_t resubscribes = 0;        ///< channels subscribed again in the handshake of a reconnect
+    std::uint64_t subscribe_refusals = 0;  ///< channels the server refused (async_subscribe or a restore)
 };
 
 enum class connection_state {
@@ -46,6 +51,8 @@ class connection_impl;
 using completion = boost::asio::any_completion_handler<void(error_code)>;
 void start_connect(const std::shared_ptr<connection_impl>& impl, diagnostics* diag, completion handler);
 void start_exec(const std::shared_ptr<connection_impl>& impl, const request& req, response* resp, completion handler);
+void start_pubsub(const std::shared_ptr<connection_impl>& impl, bool subscribe, std::vector<std::string> channels,
+                  diagnostics* diag, completion handler);
 }  // namespace detail
 
 /// Thread safety: every member may be called from any thread; the connection runs on its own strand.
@@ -118,8 +125,57 @@ public:
             token, &req);
     }
 
-    /// Receives server pushes (pub/sub messages, subscribe confirmations, invalidations) on the connection's
-    /// strand. The handler must not block. Replaces any earlier handler.
+    /// Subscribes to pub/sub `channels` (SUBSCRIBE). Completes with:
+    /// - success: the server confirmed every channel. From then on the connection remembers them and subscribes
+    ///   again in the handshake of every reconnect, before it serves queued requests;
+    /// - error::server_error: the server refused the command (one error for all the channels, e.g. `NOPERM` for
+    ///   an ACL user without channel rights); none of them is subscribed or remembered; its text is in `diag`;
+    /// - error::timeout (deadline: config().request_timeout), error::not_connected, error::connection_lost,
+    ///   error::closed, error::invalid_argument (no channels), operation_aborted: as async_exec. A SUBSCRIBE
+    ///   written before it timed out or was cancelled may still be confirmed later; the channels are then
+    ///   remembered (the server did subscribe them) until async_unsubscribe.
+    /// Messages go to the message handler (set_message_handler), confirmations to the push handler too.
+    /// Signature: void(error_code). Cancellation: as async_exec. Lifetime: `diag` must outlive the operation.
+    template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
+    auto async_subscribe(std::vector<std::string> channels, diagnostics& diag, Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [impl = impl_](auto handler, std::vector<std::string> c, diagnostics* d) {
+                detail::start_pubsub(impl, true, std::move(c), d, std::move(handler));
+            },
+            token, std::move(channels), &diag);
+    }
+    template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
+    auto async_subscribe(std::vector<std::string> channels, Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [impl = impl_](auto handler, std::vector<std::string> c) {
+                detail::start_pubsub(impl, true, std::move(c), nullptr, std::move(handler));
+            },
+            token, std::move(channels));
+    }
+
+    /// Unsubscribes from `channels` (UNSUBSCRIBE). The connection forgets them at once: they are not restored
+    /// after a reconnect even if this operation fails. Channels never subscribed are fine (the server confirms
+    /// them too). Completes when the server confirmed every channel; errors as async_subscribe.
+    /// Signature: void(error_code). Cancellation: as async_exec.
+    template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
+    auto async_unsubscribe(std::vector<std::string> channels, Token&& token = {})
+    {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [impl = impl_](auto handler, std::vector<std::string> c) {
+                detail::start_pubsub(impl, false, std::move(c), nullptr, std::move(handler));
+            },
+            token, std::move(channels));
+    }
+
+    /// Receives pub/sub messages (`message`, and `pmessage`/`smessage` of subscriptions made by async_exec) on
+    /// the connection's strand: the channel and the payload, valid during the call. The handler must not block;
+    /// what it throws is dropped. Replaces any earlier handler.
+    void set_message_handler(std::function<void(std::string_view channel, std::string_view payload)> handler);
+
+    /// Receives every server push, raw (pub/sub messages, subscribe confirmations, invalidations...), on the
+    /// connection's strand, before the message handler. The handler must not block. Replaces any earlier handler.
     void set_push_handler(std::function<void(const resp::value&)> handler);
 
     /// Closes the connection and stops reconnecting; pending requests fail with error::closed.

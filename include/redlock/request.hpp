@@ -8,7 +8,9 @@
 #include <charconv>
 #include <chrono>
 #include <concepts>
+#include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +39,12 @@ private:
     char digits_[24];
     std::string_view view_;
 };
+
+/// The pub/sub commands the server answers with one confirmation push per channel: [kind, channel, count].
+enum class pubsub_kind : std::uint8_t { subscribe, unsubscribe, psubscribe, punsubscribe, ssubscribe, sunsubscribe };
+
+/// The kind of a command ("SUBSCRIBE", any letter case) or of a confirmation push's first element ("subscribe").
+std::optional<pubsub_kind> pubsub_kind_of(std::string_view name) noexcept;
 
 class request {
 public:
@@ -67,9 +75,24 @@ public:
     /// The serialized commands.
     std::string_view payload() const noexcept { return payload_; }
     std::size_t commands() const noexcept { return commands_; }
-    /// Replies the server sends for these commands: SUBSCRIBE and its kin answer with pushes instead.
+    /// Replies the server sends for these commands, one per ordinary command, and for SUBSCRIBE and its kin one
+    /// per channel: a confirmation push each, or one error reply for the whole command (which then fills each of
+    /// its places in the response, so later replies keep their indexes).
     std::size_t expected_replies() const noexcept { return expected_replies_; }
     bool empty() const noexcept { return commands_ == 0; }
+
+    /// A command answered by confirmation pushes (SUBSCRIBE and its kin).
+    struct confirmed_command {
+        std::size_t first_reply;    ///< index of its first confirmation among the request's replies
+        std::size_t confirmations;  ///< one per channel
+        pubsub_kind kind;
+    };
+    const std::vector<confirmed_command>& confirmed_commands() const noexcept { return confirmed_; }
+
+    /// False when the number of replies cannot be known before they arrive: an UNSUBSCRIBE, PUNSUBSCRIBE or
+    /// SUNSUBSCRIBE without channels (one push per channel subscribed at the time), or a SUBSCRIBE-family command
+    /// inside MULTI. async_exec fails such a request with error::invalid_argument.
+    bool countable() const noexcept { return countable_; }
 
     /// Deadline of each exec of this request; zero means the connection's default request timeout.
     void set_timeout(std::chrono::milliseconds timeout) noexcept { timeout_ = timeout; }
@@ -94,9 +117,9 @@ private:
     {
         resp::append_command(payload_, views);
         ++commands_;
-        if (!answered_by_push(views[0])) ++expected_replies_;
+        count_replies(views[0], views.size() - 1);
     }
-    static bool answered_by_push(std::string_view command) noexcept;
+    void count_replies(std::string_view command, std::size_t arguments);
     void push_script_params(const script& s, std::vector<std::string> params);
 
     std::string payload_;
@@ -104,6 +127,9 @@ private:
     std::size_t expected_replies_ = 0;
     std::chrono::milliseconds timeout_{0};
     std::vector<script_call> script_calls_;
+    std::vector<confirmed_command> confirmed_;
+    bool in_multi_ = false;
+    bool countable_ = true;
 };
 
 }  // namespace redlock

@@ -1,8 +1,8 @@
 #include "common/completion.hpp"
 #include "connection/multiplexer.hpp"
 
-#include <redlock/connection.hpp>
 #include <redlock/detail/access.hpp>
+#include <redlock/connection.hpp>
 #include <redlock/resp/reader.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -18,7 +18,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <random>
+#include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace redlock {
@@ -30,7 +33,17 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 struct atomic_usage {
     std::atomic<std::uint64_t> writes{0}, bytes_written{0}, bytes_read{0}, requests{0}, replies{0}, pushes{0},
-        abandoned{0}, connects{0}, disconnects{0};
+        abandoned{0}, connects{0}, disconnects{0}, resubscribes{0}, subscribe_refusals{0};
+};
+
+// One async_subscribe or async_unsubscribe: the request it sends and what to make of the outcome.
+struct pubsub_call {
+    bool subscribe;
+    std::vector<std::string> channels;
+    diagnostics* diag;
+    request req;
+    response resp;
+    std::uint64_t intent = 0;  // order of the calls, to apply their confirmations in stream order
 };
 
 class exec_op;
@@ -62,6 +75,12 @@ public:
             self->push_handler_ = std::move(h);
         });
     }
+    void set_message_handler(std::function<void(std::string_view, std::string_view)> handler)
+    {
+        asio::dispatch(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
+            self->message_handler_ = std::move(h);
+        });
+    }
 
     // Queues an entry for the writer (on the strand).
     void submit(std::shared_ptr<exec_entry> entry)
@@ -75,6 +94,11 @@ public:
     // before the acquire it follows); loading first leaves that only to a SCRIPT FLUSH at run time.
     void load_scripts(const request& req);
 
+    // Subscriptions. An async_subscribe's channels are remembered when their confirmations arrive, unless an
+    // async_unsubscribe of the channel was called after it; async_unsubscribe forgets at once.
+    void begin_pubsub(pubsub_call& call);
+    void note_confirmation(const pubsub_call& call, const resp::value& push);
+
 private:
     struct connect_waiter {
         diagnostics* diag;
@@ -86,6 +110,7 @@ private:
     asio::awaitable<void> run_loop();
     asio::awaitable<error_code> connect_once(diagnostics& diag);
     asio::awaitable<error_code> handshake(diagnostics& diag);
+    asio::awaitable<error_code> restore_subscriptions(diagnostics& diag);
     asio::awaitable<error_code> read_replies(std::size_t count, response& out, diagnostics& diag);
     asio::awaitable<error_code> reader_loop();
     asio::awaitable<error_code> writer_loop();
@@ -96,6 +121,7 @@ private:
         return why;
     }
     void on_value(resp::value& value, error_code& ec);
+    void deliver_push(const resp::value& push);
     void notify_connect_waiters(error_code ec, const diagnostics& diag);
     void set_state(connection_state s) noexcept { state_.store(s, std::memory_order_relaxed); }
     std::chrono::milliseconds next_backoff();
@@ -117,6 +143,10 @@ private:
     std::unordered_set<std::string> loaded_scripts_;  // SHAs loaded in this connection session
     std::uint64_t next_waiter_id_ = 0;
     std::function<void(const resp::value&)> push_handler_;
+    std::function<void(std::string_view, std::string_view)> message_handler_;
+    std::set<std::string> subscribed_;                          // confirmed channels, restored on reconnect
+    std::unordered_map<std::string, std::uint64_t> forgotten_;  // channel -> intent of its latest unsubscribe
+    std::uint64_t intents_ = 0;
     clock::time_point last_write_{};
     clock::time_point waiting_since_{};  // last progress while replies are outstanding
     std::chrono::milliseconds backoff_{0};
@@ -138,15 +168,22 @@ public:
           completion_(std::move(handler), strand_.get_inner_executor()),
           deadline_(strand_)
     {}
+    exec_op(std::shared_ptr<connection_impl> conn, std::shared_ptr<pubsub_call> call, completion handler)
+        : exec_op(std::move(conn), call->req, &call->resp, std::move(handler))
+    {
+        call_ = std::move(call);
+    }
 
     void start()
     {
         response_->clear();
         auto conn = conn_.lock();
         if (!conn) return complete(error::closed);
+        if (call_ && !call_->channels.empty()) conn->begin_pubsub(*call_);
         const auto state = conn->state();
         if (state == connection_state::closed) return complete(error::closed);
-        if (request_->empty()) return complete(error::invalid_argument);
+        if (request_->empty() || !request_->countable() || (call_ && call_->channels.empty()))
+            return complete(error::invalid_argument);
         if (state != connection_state::connected && state != connection_state::connecting)
             return complete(error::not_connected);
 
@@ -177,6 +214,12 @@ public:
         }
         const bool any_error = std::any_of(response_->begin(), response_->end(), [](auto& v) { return v.is_error(); });
         complete(any_error ? make_error_code(error::server_error) : error_code{});
+    }
+
+    void confirmed(const resp::value& push) override
+    {
+        if (!call_) return;
+        if (auto conn = conn_.lock()) conn->note_confirmation(*call_, push);
     }
 
 private:
@@ -234,12 +277,32 @@ private:
 
     void complete(error_code ec)
     {
+        if (call_) ec = conclude_pubsub(ec);
         done_ = true;
         deadline_.cancel();
         completion_.complete(ec);
     }
 
+    // The outcome of async_subscribe / async_unsubscribe: a refusal's text goes to the caller's diagnostics.
+    error_code conclude_pubsub(error_code ec)
+    {
+        auto* diag = call_->diag;
+        if (diag) diag->clear();
+        if (ec != error::server_error) return ec;
+        std::size_t refused = 0;
+        for (const auto& v : *response_) {
+            if (!v.is_error()) continue;
+            if (refused++ == 0 && diag) detail::access::set_server_message(*diag, std::string(v.error_text()));
+        }
+        if (call_->subscribe) {
+            if (auto conn = conn_.lock())
+                conn->stats().subscribe_refusals.fetch_add(refused, std::memory_order_relaxed);
+        }
+        return ec;
+    }
+
     std::weak_ptr<connection_impl> conn_;
+    std::shared_ptr<pubsub_call> call_;  // set for async_subscribe / async_unsubscribe
     strand_type strand_;
     const request* request_;
     response* response_;
@@ -271,6 +334,29 @@ std::shared_ptr<const request> ping()
         return r;
     }();
     return ping;
+}
+
+void connection_impl::begin_pubsub(pubsub_call& call)
+{
+    call.intent = ++intents_;
+    if (call.subscribe) return;
+    for (const auto& channel : call.channels) {
+        subscribed_.erase(channel);
+        forgotten_[channel] = call.intent;
+    }
+}
+
+void connection_impl::note_confirmation(const pubsub_call& call, const resp::value& push)
+{
+    if (push.elements.size() < 2) return;
+    const std::string& channel = push.elements[1].text;
+    auto forgotten = forgotten_.find(channel);
+    if (call.subscribe) {
+        // A SUBSCRIBE confirmed after a later UNSUBSCRIBE was called: that UNSUBSCRIBE follows it on the wire.
+        if (forgotten == forgotten_.end() || forgotten->second < call.intent) subscribed_.insert(channel);
+    } else if (forgotten != forgotten_.end() && forgotten->second == call.intent) {
+        forgotten_.erase(forgotten);
+    }
 }
 
 void connection_impl::load_scripts(const request& req)
@@ -383,6 +469,7 @@ asio::awaitable<void> connection_impl::run_loop()
         mpx_.fail_all(
             ec == error::protocol_error || ec == error::timeout ? ec : make_error_code(error::connection_lost),
             error::not_connected);
+        forgotten_.clear();  // no confirmation of an earlier call can arrive any more
         if (!config_.reconnect) co_return;
         backoff_timer_.expires_after(next_backoff());
         co_await backoff_timer_.async_wait(use_tuple);
@@ -411,9 +498,8 @@ asio::awaitable<error_code> connection_impl::connect_once(diagnostics& diag)
     ++connect_generation_;  // a timer callback already queued must not close the next transport
     if (ec && connect_timed_out_) {
         diag.clear();
-        detail::access::set_client_message(diag, "no answer from " + config_.to_string() +
-                                                     " within the connect timeout of " +
-                                                     std::to_string(config_.connect_timeout.count()) + " ms");
+        detail::access::set_client_message(diag, "no answer from " + config_.to_string() + " within the connect timeout of " +
+                                std::to_string(config_.connect_timeout.count()) + " ms");
         ec = error::timeout;
     }
     co_return ec;
@@ -444,8 +530,7 @@ asio::awaitable<error_code> connection_impl::handshake(diagnostics& diag)
     auto payload = req.payload();
     auto [wec, written] = co_await async_write(*transport_, asio::buffer(payload.data(), payload.size()), use_tuple);
     if (wec) {
-        detail::access::set_client_message(
-            diag, "cannot send the handshake to " + config_.to_string() + ": " + wec.message());
+        detail::access::set_client_message(diag, "cannot send the handshake to " + config_.to_string() + ": " + wec.message());
         co_return wec;
     }
     response replies;
@@ -458,6 +543,33 @@ asio::awaitable<error_code> connection_impl::handshake(diagnostics& diag)
         detail::access::set_server_message(diag, std::string(replies[1].error_text()));
         co_return error::server_error;
     }
+    co_return co_await restore_subscriptions(diag);
+}
+
+// Subscribes again to the confirmed channels, before the connection serves requests: one SUBSCRIBE per channel,
+// so a refusal (say the user lost the right to it) drops that channel alone.
+asio::awaitable<error_code> connection_impl::restore_subscriptions(diagnostics& diag)
+{
+    if (subscribed_.empty()) co_return error_code{};
+    const std::vector<std::string> channels(subscribed_.begin(), subscribed_.end());
+    request req;
+    for (const auto& channel : channels) req.push("SUBSCRIBE", channel);
+    auto payload = req.payload();
+    auto [wec, written] = co_await async_write(*transport_, asio::buffer(payload.data(), payload.size()), use_tuple);
+    if (wec) {
+        detail::access::set_client_message(diag, "cannot restore the subscriptions on " + config_.to_string() + ": " + wec.message());
+        co_return wec;
+    }
+    response replies;
+    if (auto ec = co_await read_replies(req.expected_replies(), replies, diag)) co_return ec;
+    for (std::size_t i = 0; i < channels.size(); ++i) {
+        if (replies[i].is_error()) {
+            subscribed_.erase(channels[i]);
+            stats_.subscribe_refusals.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            stats_.resubscribes.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
     co_return error_code{};
 }
 
@@ -468,19 +580,27 @@ asio::awaitable<error_code> connection_impl::read_replies(std::size_t count, res
         while (out.size() < count) {
             auto value = reader_.next(ec);
             if (ec) {
-                detail::access::set_client_message(diag,
-                                                   "malformed reply from " + config_.to_string() + ": " + ec.message());
+                detail::access::set_client_message(diag, "malformed reply from " + config_.to_string() + ": " + ec.message());
                 co_return error::protocol_error;
             }
             if (!value) break;
-            if (value->data_type != resp::type::push) out.push_back(std::move(*value));
+            if (value->data_type != resp::type::push) {
+                out.push_back(std::move(*value));
+            } else if (confirmation_kind(*value)) {
+                stats_.pushes.fetch_add(1, std::memory_order_relaxed);
+                deliver_push(*value);
+                out.push_back(std::move(*value));  // the confirmation of a restored subscription
+            } else {
+                stats_.pushes.fetch_add(1, std::memory_order_relaxed);
+                deliver_push(*value);  // a message published between two confirmations
+            }
         }
         if (out.size() == count) co_return error_code{};
         auto space = reader_.prepare(4096);
         auto [rec, n] = co_await async_read_some(*transport_, asio::buffer(space.data(), space.size()), use_tuple);
         if (rec) {
-            detail::access::set_client_message(
-                diag, "connection to " + config_.to_string() + " closed during the handshake: " + rec.message());
+            detail::access::set_client_message(diag, "connection to " + config_.to_string() +
+                                    " closed during the handshake: " + rec.message());
             co_return rec;
         }
         reader_.commit(n);
@@ -488,21 +608,49 @@ asio::awaitable<error_code> connection_impl::read_replies(std::size_t count, res
     }
 }
 
+void connection_impl::deliver_push(const resp::value& push)
+{
+    // A handler's failure must not take the connection down.
+    if (push_handler_) {
+        try {
+            push_handler_(push);
+        } catch (...) {
+        }
+    }
+    if (!message_handler_) return;
+    // RESP3: [message, channel, payload], [smessage, channel, payload], [pmessage, pattern, channel, payload].
+    const auto& e = push.elements;
+    if (e.empty()) return;
+    const std::string_view kind = e[0].text;
+    std::size_t channel = 0;
+    if ((kind == "message" || kind == "smessage") && e.size() == 3)
+        channel = 1;
+    else if (kind == "pmessage" && e.size() == 4)
+        channel = 2;
+    else
+        return;
+    try {
+        message_handler_(e[channel].text, e[channel + 1].text);
+    } catch (...) {
+    }
+}
+
 void connection_impl::on_value(resp::value& value, error_code& ec)
 {
+    // The raw push handler sees confirmations too, but the multiplexer moves them to their request.
+    std::optional<resp::value> copy;
+    if (push_handler_ && value.data_type == resp::type::push && confirmation_kind(value)) copy = value;
     switch (mpx_.consume(value)) {
         case multiplexer::consumed::reply:
             stats_.replies.fetch_add(1, std::memory_order_relaxed);
             break;
+        case multiplexer::consumed::confirmation:
+            stats_.pushes.fetch_add(1, std::memory_order_relaxed);
+            if (copy) deliver_push(*copy);  // `value` went to its request
+            break;
         case multiplexer::consumed::push:
             stats_.pushes.fetch_add(1, std::memory_order_relaxed);
-            if (push_handler_) {
-                try {
-                    push_handler_(value);
-                } catch (...) {
-                    // A subscriber's failure must not take the connection down.
-                }
-            }
+            deliver_push(value);
             break;
         case multiplexer::consumed::unsolicited:
             ec = error::protocol_error;  // a reply nobody asked for: the stream is out of step
@@ -577,6 +725,18 @@ void start_exec(const std::shared_ptr<connection_impl>& impl, const request& req
     asio::dispatch(impl->strand(), [op] { op->start(); });
 }
 
+void start_pubsub(const std::shared_ptr<connection_impl>& impl, bool subscribe, std::vector<std::string> channels,
+                  diagnostics* diag, completion handler)
+{
+    auto call = std::make_shared<pubsub_call>();
+    call->subscribe = subscribe;
+    call->channels = std::move(channels);
+    call->diag = diag;
+    if (!call->channels.empty()) call->req.push_range(subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE", call->channels);
+    auto op = std::make_shared<exec_op>(impl, std::move(call), std::move(handler));
+    asio::dispatch(impl->strand(), [op] { op->start(); });
+}
+
 }  // namespace detail
 
 connection::connection(executor_type ex, node_config config) : connection(std::move(ex), std::move(config), {}) {}
@@ -613,6 +773,10 @@ void connection::set_push_handler(std::function<void(const resp::value&)> handle
 {
     impl_->set_push_handler(std::move(handler));
 }
+void connection::set_message_handler(std::function<void(std::string_view, std::string_view)> handler)
+{
+    impl_->set_message_handler(std::move(handler));
+}
 void connection::close()
 {
     impl_->close();
@@ -626,8 +790,9 @@ usage connection::get_usage() const noexcept
 {
     auto& s = impl_->stats();
     auto get = [](const std::atomic<std::uint64_t>& v) { return v.load(std::memory_order_relaxed); };
-    return usage{get(s.writes), get(s.bytes_written), get(s.bytes_read), get(s.requests),   get(s.replies),
-                 get(s.pushes), get(s.abandoned),     get(s.connects),   get(s.disconnects)};
+    return usage{get(s.writes),      get(s.bytes_written), get(s.bytes_read),        get(s.requests),
+                 get(s.replies),     get(s.pushes),        get(s.abandoned),         get(s.connects),
+                 get(s.disconnects), get(s.resubscribes),  get(s.subscribe_refusals)};
 }
 
 }  // namespace redlock

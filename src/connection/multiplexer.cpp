@@ -9,6 +9,8 @@ void multiplexer::add(std::shared_ptr<exec_entry> entry)
     entry->status_ = exec_entry::status::waiting;
     entry->abandoned_ = false;
     entry->remaining_ = entry->request_->expected_replies();
+    entry->next_reply_ = 0;
+    entry->confirmed_ = entry->request_->confirmed_commands();
     queue_.push_back(std::move(entry));
 }
 
@@ -46,25 +48,76 @@ void multiplexer::commit_write()
     for (std::size_t i = 0; i < first_waiting_; ++i) {
         if (queue_[i]->status_ == exec_entry::status::staged) queue_[i]->status_ = exec_entry::status::written;
     }
-    // Requests that expect no reply are done once written; they can only be finished from the front, in
-    // order, or a later reply would be matched to them.
+    // A request expecting no reply (none does today) is done once written; it can only be finished from the
+    // front, in order, or a later reply would be matched to it.
     while (!queue_.empty() && first_waiting_ > 0 && queue_.front()->status_ == exec_entry::status::written &&
            queue_.front()->remaining_ == 0) {
         finish_front();
     }
 }
 
+namespace {
+// The SUBSCRIBE-family command whose confirmation `entry`'s next reply is, if any.
+const request::confirmed_command* due_confirmation(const std::vector<request::confirmed_command>& commands,
+                                                   std::size_t next_reply) noexcept
+{
+    for (const auto& c : commands) {
+        if (next_reply >= c.first_reply && next_reply < c.first_reply + c.confirmations) return &c;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+std::optional<pubsub_kind> confirmation_kind(const resp::value& push) noexcept
+{
+    if (push.data_type != resp::type::push) return std::nullopt;
+    if (push.elements.size() != 3 || push.elements[0].is_aggregate()) return std::nullopt;
+    const std::string_view name = push.elements[0].text;
+    // Lower case on the wire; pubsub_kind_of accepts any case, and command names are upper case.
+    if (name.empty() || name[0] < 'a' || name[0] > 'z') return std::nullopt;
+    return pubsub_kind_of(name);
+}
+
 multiplexer::consumed multiplexer::consume(resp::value& value)
 {
-    if (value.data_type == resp::type::push) return consumed::push;
     // Skip over entries that expect no reply, which precede this reply's owner.
     while (first_waiting_ > 0 && queue_.front()->remaining_ == 0) finish_front();
-    if (first_waiting_ == 0) return consumed::unsolicited;
+    const auto* front = first_waiting_ > 0 ? queue_.front().get() : nullptr;
+    const auto* due = front ? due_confirmation(front->confirmed_, front->next_reply_) : nullptr;
 
+    if (value.data_type == resp::type::push) {
+        auto kind = confirmation_kind(value);
+        if (!kind) return consumed::push;
+        if (due == nullptr || due->kind != *kind)
+            return *kind == pubsub_kind::sunsubscribe ? consumed::push : consumed::unsolicited;
+        queue_.front()->confirmed(value);
+        take(*queue_.front(), value);
+        return consumed::confirmation;
+    }
+    if (front == nullptr) return consumed::unsolicited;
+    if (due == nullptr) {
+        take(*queue_.front(), value);
+        return consumed::reply;
+    }
+    if (!value.is_error()) return consumed::unsolicited;  // a confirmation was due
+    // One error for the whole command (ACL, arity): it fills each of the command's remaining places.
     auto& entry = *queue_.front();
-    if (entry.response_ != nullptr) entry.response_->push_back(std::move(value));
-    if (--entry.remaining_ == 0) finish_front();
+    const std::size_t places = due->first_reply + due->confirmations - entry.next_reply_;
+    for (std::size_t i = 1; i < places; ++i) {
+        if (entry.response_ != nullptr) entry.response_->push_back(value);
+        ++entry.next_reply_;
+        --entry.remaining_;
+    }
+    take(entry, value);
     return consumed::reply;
+}
+
+void multiplexer::take(exec_entry& entry, resp::value& value)
+{
+    if (entry.response_ != nullptr) entry.response_->push_back(std::move(value));
+    ++entry.next_reply_;
+    if (--entry.remaining_ == 0) finish_front();
 }
 
 void multiplexer::finish_front()

@@ -9,11 +9,15 @@
 #include <cstddef>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace redlock::detail {
+
+/// The kind of a confirmation push ([subscribe, channel, count]...), or nullopt for any other value.
+std::optional<pubsub_kind> confirmation_kind(const resp::value& push) noexcept;
 
 /// One exec in flight. The connection derives from it to hold the handler, timer and cancellation state.
 class exec_entry {
@@ -26,6 +30,10 @@ public:
     /// Called once when every reply arrived (ec clear; some replies may be server errors) or when the entry failed.
     /// Never called for an abandoned entry.
     virtual void finish(error_code ec) = 0;
+
+    /// Called for each confirmation push of this entry's SUBSCRIBE-family commands as it arrives, in stream
+    /// order, even when the entry is abandoned (the server did (un)subscribe).
+    virtual void confirmed(const resp::value& push) { (void)push; }
 
     status state() const noexcept { return status_; }
     bool abandoned() const noexcept { return abandoned_; }
@@ -43,13 +51,19 @@ private:
     const request* request_;
     response* response_;  // null when abandoned or when the caller ignores replies
     std::size_t remaining_ = 0;
+    std::size_t next_reply_ = 0;  // replies and confirmations received so far
+    // Copied when added: an abandoned entry forgets its request but must still tell confirmations from replies.
+    std::vector<request::confirmed_command> confirmed_;
     status status_ = status::waiting;
     bool abandoned_ = false;
 };
 
 class multiplexer {
 public:
-    enum class consumed { reply, push, unsolicited };
+    /// What a value read from the server was: a reply (or an error reply to a SUBSCRIBE) of the oldest written
+    /// entry; a confirmation of its SUBSCRIBE-family command; a push for the handlers (messages...); or
+    /// `unsolicited`, a reply or confirmation nobody waits for: the stream is out of step.
+    enum class consumed { reply, confirmation, push, unsolicited };
 
     /// Queues an entry; it is written by the next prepare_write.
     void add(std::shared_ptr<exec_entry> entry);
@@ -64,11 +78,16 @@ public:
     /// Serializes every waiting request into one buffer (valid until the next call) and marks them staged.
     std::string_view prepare_write();
 
-    /// The staged bytes reached the socket. Entries that expect no reply (SUBSCRIBE...) finish here.
+    /// The staged bytes reached the socket.
     void commit_write();
 
-    /// Routes one complete value read from the server: a push goes to subscribers, anything else is the reply
-    /// of the oldest written entry. `unsolicited` means a reply nobody asked for: the stream is out of step.
+    /// Routes one complete value read from the server (moved from when it goes to an entry). Replies go to the
+    /// oldest written entry, in order. SUBSCRIBE and its kin are answered by one confirmation push per channel
+    /// ([subscribe, channel, count]...) or by one error reply for the whole command: both are that command's
+    /// replies, so the reply stream never shifts. Other pushes (messages...) are for the handlers, and so is a
+    /// `sunsubscribe` nobody waits for (a cluster sends it when a shard channel's slot moves). Any other
+    /// confirmation while the oldest entry waits for an ordinary reply, a confirmation of the wrong kind, or an
+    /// ordinary reply where a confirmation is due, is `unsolicited`.
     consumed consume(resp::value& value);
 
     /// The connection broke: finishes every entry, those written (or being written) with `sent`, the others
@@ -82,6 +101,8 @@ public:
 
 private:
     void finish_front();
+    // Takes the next reply or confirmation of the front entry.
+    void take(exec_entry& entry, resp::value& value);
 
     std::deque<std::shared_ptr<exec_entry>> queue_;  // written/staged first, in write order, then waiting
     std::size_t first_waiting_ = 0;

@@ -5,15 +5,44 @@
 
 namespace redlock {
 
-bool request::answered_by_push(std::string_view command) noexcept
+namespace {
+// `text` equals `upper` (an upper-case name) in any letter case.
+bool same_name(std::string_view text, std::string_view upper) noexcept
 {
-    static constexpr std::string_view push_answered[] = {"SUBSCRIBE",    "UNSUBSCRIBE", "PSUBSCRIBE",
-                                                         "PUNSUBSCRIBE", "SSUBSCRIBE",  "SUNSUBSCRIBE"};
-    auto same = [command](std::string_view name) {
-        return std::equal(command.begin(), command.end(), name.begin(), name.end(),
-                          [](char a, char b) { return std::toupper(static_cast<unsigned char>(a)) == b; });
-    };
-    return std::any_of(std::begin(push_answered), std::end(push_answered), same);
+    return std::equal(text.begin(), text.end(), upper.begin(), upper.end(),
+                      [](char a, char b) { return std::toupper(static_cast<unsigned char>(a)) == b; });
+}
+}  // namespace
+
+std::optional<pubsub_kind> pubsub_kind_of(std::string_view name) noexcept
+{
+    // All six end in SUBSCRIBE: one comparison rejects every other command.
+    constexpr std::string_view tail = "SUBSCRIBE";
+    if (name.size() < tail.size() || !same_name(name.substr(name.size() - tail.size()), tail)) return std::nullopt;
+    static constexpr std::string_view names[] = {"SUBSCRIBE",    "UNSUBSCRIBE", "PSUBSCRIBE",
+                                                 "PUNSUBSCRIBE", "SSUBSCRIBE",  "SUNSUBSCRIBE"};
+    for (std::size_t i = 0; i < std::size(names); ++i) {
+        if (same_name(name, names[i])) return static_cast<pubsub_kind>(i);
+    }
+    return std::nullopt;
+}
+
+void request::count_replies(std::string_view command, std::size_t arguments)
+{
+    auto kind = pubsub_kind_of(command);
+    if (!kind) {
+        ++expected_replies_;
+        if (same_name(command, "MULTI")) in_multi_ = true;
+        if (same_name(command, "EXEC") || same_name(command, "DISCARD")) in_multi_ = false;
+        return;
+    }
+    const bool unsubscribe =
+        *kind == pubsub_kind::unsubscribe || *kind == pubsub_kind::punsubscribe || *kind == pubsub_kind::sunsubscribe;
+    if (in_multi_ || (unsubscribe && arguments == 0)) countable_ = false;
+    // SUBSCRIBE without channels is answered by one error (wrong number of arguments).
+    const std::size_t confirmations = std::max<std::size_t>(arguments, 1);
+    confirmed_.push_back(confirmed_command{expected_replies_, confirmations, *kind});
+    expected_replies_ += confirmations;
 }
 
 namespace {
@@ -74,6 +103,9 @@ void request::clear()
     commands_ = 0;
     expected_replies_ = 0;
     script_calls_.clear();
+    confirmed_.clear();
+    in_multi_ = false;
+    countable_ = true;
 }
 
 }  // namespace redlock

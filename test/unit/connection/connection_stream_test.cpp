@@ -13,9 +13,11 @@
 #include <boost/beast/_experimental/test/stream.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <common/run_coro.hpp>
 #include <functional>
 #include <optional>
+#include <utility>
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -413,6 +415,148 @@ BOOST_AUTO_TEST_CASE(cancelling_a_written_request_abandons_it)
         BOOST_REQUIRE(result.has_value());
         BOOST_TEST(*result == asio::error::operation_aborted);
         BOOST_TEST(conn.get_usage().abandoned == 1u);
+        conn.close();
+    });
+}
+
+// Subscriptions with a scripted server: what a real one rarely does on demand (late confirmations, stray
+// confirmations, messages in the middle of the reconnect handshake).
+namespace {
+
+std::string confirm(std::string_view kind, std::string_view channel, int count)
+{
+    auto bulk = [](std::string_view s) { return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n"; };
+    return ">3\r\n" + bulk(kind) + bulk(channel) + ":" + std::to_string(count) + "\r\n";
+}
+
+// A server that confirms SUBSCRIBE/UNSUBSCRIBE per channel, and records every command it is sent.
+struct pubsub_server {
+    std::vector<std::vector<std::string>> commands;
+    bool hold_confirmations = false;  // keep confirmations until the next ECHO
+    std::string held;
+    std::string extra_after_subscribe;  // sent after each SUBSCRIBE's confirmations
+
+    std::string operator()(const std::vector<std::string>& cmd)
+    {
+        commands.push_back(cmd);
+        if (cmd[0] == "SUBSCRIBE" || cmd[0] == "UNSUBSCRIBE") {
+            const bool sub = cmd[0] == "SUBSCRIBE";
+            std::string out;
+            for (std::size_t i = 1; i < cmd.size(); ++i)
+                out += confirm(sub ? "subscribe" : "unsubscribe", cmd[i], sub ? static_cast<int>(i) : 0);
+            if (sub) out += extra_after_subscribe;
+            if (!hold_confirmations) return std::exchange(held, {}) + out;
+            held += out;
+            return {};
+        }
+        if (cmd[0] == "ECHO") return std::exchange(held, {}) + default_replies(cmd);
+        return default_replies(cmd);
+    }
+    std::size_t count(std::string_view name, std::string_view arg) const
+    {
+        return static_cast<std::size_t>(std::count_if(commands.begin(), commands.end(), [&](auto& c) {
+            return c[0] == name && std::find(c.begin() + 1, c.end(), arg) != c.end();
+        }));
+    }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_subscribe_confirmed_after_its_deadline_is_remembered_and_restored)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    node.read_size = 4096;
+    auto server = std::make_shared<pubsub_server>();
+    node.reply = [server](const std::vector<std::string>& cmd) { return (*server)(cmd); };
+    auto config = fake_node::fast_config();
+    config.request_timeout = 50ms;
+    auto conn = node.make(config);
+    std::vector<std::string> messages;
+    conn.set_message_handler([&](std::string_view ch, std::string_view payload) {
+        messages.push_back(std::string(ch) + "=" + std::string(payload));
+    });
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect(asio::use_awaitable);
+        server->hold_confirmations = true;
+        // Channel lists are named: g++ 12 cannot keep a braced list's array in a co_await expression.
+        const std::vector<std::string> late_channel{"late"}, brief_channel{"brief"};
+        auto [late] = co_await conn.async_subscribe(late_channel, use_tuple);
+        BOOST_TEST(late == error::timeout);  // abandoned: its confirmation is still due
+        auto e = echo("next");
+        response out;
+        co_await conn.async_exec(e, out, asio::use_awaitable);  // the server sends the confirmation first
+        BOOST_TEST(out.at(0).text == "next");
+
+        // A subscribe unsubscribed before its confirmation arrives is not remembered.
+        auto [held] = co_await conn.async_subscribe(brief_channel, use_tuple);
+        BOOST_TEST(held == error::timeout);
+        server->hold_confirmations = false;
+        co_await conn.async_unsubscribe(brief_channel, asio::use_awaitable);
+
+        // Reconnect: only `late` comes back, and a message sent between restore confirmations is delivered.
+        server->extra_after_subscribe = ">3\r\n$7\r\nmessage\r\n$4\r\nlate\r\n$5\r\nhello\r\n";
+        node.peers.back()->close();
+        asio::steady_timer wait(ctx);
+        for (int i = 0; i < 200 && conn.get_usage().connects < 2; ++i) {
+            wait.expires_after(5ms);
+            co_await wait.async_wait(use_tuple);
+        }
+        BOOST_TEST(conn.get_usage().connects == 2u);
+        BOOST_TEST(conn.get_usage().resubscribes == 1u);
+        BOOST_TEST(server->count("SUBSCRIBE", "late") == 2u);
+        BOOST_TEST(server->count("SUBSCRIBE", "brief") == 1u);
+        BOOST_TEST((messages == std::vector<std::string>{"late=hello"}));
+        auto after = echo("after");
+        co_await conn.async_exec(after, out, asio::use_awaitable);
+        BOOST_TEST(out.at(0).text == "after");
+        conn.close();
+    });
+}
+
+BOOST_AUTO_TEST_CASE(a_stray_confirmation_is_a_protocol_error_and_the_connection_reopens)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    node.reply = [](const std::vector<std::string>& cmd) -> std::string {
+        if (cmd[0] == "ECHO" && cmd[1] == "stray") return confirm("subscribe", "ch", 1) + default_replies(cmd);
+        return default_replies(cmd);
+    };
+    auto conn = node.make();
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect(asio::use_awaitable);
+        auto stray = echo("stray");
+        auto [ec] = co_await conn.async_exec(stray, use_tuple);
+        BOOST_TEST(ec == error::protocol_error);
+        asio::steady_timer wait(ctx);
+        for (int i = 0; i < 200 && conn.state() != redlock::connection_state::connected; ++i) {
+            wait.expires_after(5ms);
+            co_await wait.async_wait(use_tuple);
+        }
+        auto ok = echo("ok");
+        response out;
+        co_await conn.async_exec(ok, out, asio::use_awaitable);
+        BOOST_TEST(out.at(0).text == "ok");
+        BOOST_TEST(conn.get_usage().connects == 2u);
+        conn.close();
+    });
+}
+
+BOOST_AUTO_TEST_CASE(requests_whose_replies_cannot_be_counted_are_refused_before_any_io)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    auto conn = node.make();
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect(asio::use_awaitable);
+        request all;
+        all.push("UNSUBSCRIBE");
+        auto [ec1] = co_await conn.async_exec(all, use_tuple);
+        BOOST_TEST(ec1 == error::invalid_argument);
+        const std::vector<std::string> none;
+        auto [ec2] = co_await conn.async_unsubscribe(none, use_tuple);
+        BOOST_TEST(ec2 == error::invalid_argument);
+        BOOST_TEST(conn.get_usage().requests == 0u);
         conn.close();
     });
 }

@@ -34,10 +34,15 @@ BOOST_AUTO_TEST_CASE(a_pipeline_counts_commands_and_expected_replies)
 {
     request r;
     r.push("SET", "a", "1");
-    r.push("subscribe", "channel");  // answered by a push, in any letter case
+    r.push("subscribe", "c1", "c2");  // one confirmation push per channel, in any letter case
     r.push_range("DEL", std::vector<std::string>{"a", "b"});
     BOOST_TEST(r.commands() == 3u);
-    BOOST_TEST(r.expected_replies() == 2u);
+    BOOST_TEST(r.expected_replies() == 4u);
+    BOOST_REQUIRE(r.confirmed_commands().size() == 1u);
+    BOOST_TEST(r.confirmed_commands()[0].first_reply == 1u);
+    BOOST_TEST(r.confirmed_commands()[0].confirmations == 2u);
+    BOOST_TEST((r.confirmed_commands()[0].kind == redlock::pubsub_kind::subscribe));
+    BOOST_TEST(r.countable());
     r.clear();
     BOOST_TEST(r.empty());
     BOOST_TEST(r.payload().empty());
@@ -68,4 +73,28 @@ BOOST_AUTO_TEST_CASE(script_sha1_matches_what_redis_computes)
     redlock::script s(
         "if redis.call(\"get\",KEYS[1]) == ARGV[1] then return redis.call(\"del\",KEYS[1]) else return 0 end");
     BOOST_TEST(s.sha1() == "b70c2384248f88e6b75b9f89241a180f856ad852");
+}
+
+BOOST_AUTO_TEST_CASE(replies_that_cannot_be_counted_make_the_request_unsendable)
+{
+    request all;
+    all.push("UNSUBSCRIBE");  // one push per channel subscribed at the time: unknown here
+    BOOST_TEST(!all.countable());
+    request in_multi;
+    in_multi.push("MULTI");
+    in_multi.push("SUBSCRIBE", "c");  // QUEUED, then part of EXEC's reply
+    in_multi.push("EXEC");
+    BOOST_TEST(!in_multi.countable());
+    request after_multi;
+    after_multi.push("MULTI");
+    after_multi.push("EXEC");
+    after_multi.push("SUBSCRIBE", "c");
+    BOOST_TEST(after_multi.countable());
+    request no_channel;
+    no_channel.push("SUBSCRIBE");  // one error: wrong number of arguments
+    BOOST_TEST(no_channel.countable());
+    BOOST_TEST(no_channel.expected_replies() == 1u);
+    BOOST_TEST(!redlock::pubsub_kind_of("SUBSCRIBEX"));
+    BOOST_TEST(!redlock::pubsub_kind_of("GET"));
+    BOOST_TEST((redlock::pubsub_kind_of("sunsubscribe") == redlock::pubsub_kind::sunsubscribe));
 }
