@@ -2,8 +2,6 @@
 #include <redlock/connection.hpp>
 #include <redlock/node.hpp>
 
-#include <boost/asio/consign.hpp>
-
 #include <memory>
 
 namespace redlock {
@@ -26,26 +24,15 @@ public:
     {
         conn_.async_exec(req, resp, std::move(handler));
     }
-    void async_subscribe(std::vector<std::string> channels, diagnostics&, completion handler) override
+    void async_subscribe(std::vector<std::string> channels, diagnostics& diag, completion handler) override
     {
-        auto req = std::make_shared<request>();
-        req->push_range("SUBSCRIBE", channels);
-        conn_.async_exec(*req, boost::asio::consign(std::move(handler), req));  // keeps the handler's executor
+        conn_.async_subscribe(std::move(channels), diag, std::move(handler));
     }
     void async_unsubscribe(std::vector<std::string> channels, completion handler) override
     {
-        auto req = std::make_shared<request>();
-        req->push_range("UNSUBSCRIBE", channels);
-        conn_.async_exec(*req, boost::asio::consign(std::move(handler), req));  // keeps the handler's executor
+        conn_.async_unsubscribe(std::move(channels), std::move(handler));
     }
-    void set_message_handler(message_handler handler) override
-    {
-        conn_.set_push_handler([h = std::move(handler)](const resp::value& push) {
-            // RESP3 pub/sub message: ["message", channel, payload]; confirmations and others are ignored.
-            if (push.elements.size() == 3 && push.elements[0].text == "message")
-                h(push.elements[1].text, push.elements[2].text);
-        });
-    }
+    void set_message_handler(message_handler handler) override { conn_.set_message_handler(std::move(handler)); }
     void close() override { conn_.close(); }
 
 private:

@@ -52,7 +52,7 @@ asio::awaitable<void> release_wakeups::note_refusals(std::shared_ptr<release_wak
     for (std::size_t i = 0; i < subscribed->results.size(); ++i) {
         if (!subscribed->answered(i) || *subscribed->results[i] != error::server_error)
             continue;  // a node down refuses nothing
-        self->refusal_ = "node " + self->nodes_.names()[i] + " refused the subscription to release messages (" +
+        self->refusal_ = "node " + self->names_[i] + " refused the subscription to release messages (" +
                          std::string(subscribed->diags[i].message()) +
                          "): waiters retry at the holder's remaining TTL instead of waking on a release";
         break;

@@ -35,11 +35,12 @@ public:
     void on_message(const std::string& channel, const std::string& payload);
 
 private:
-    explicit release_wakeups(node_set& nodes) : nodes_(nodes) {}
+    explicit release_wakeups(node_set& nodes) : nodes_(nodes), names_(nodes.names()) {}
     static boost::asio::awaitable<void> note_refusals(std::shared_ptr<release_wakeups> self,
                                                       std::shared_ptr<fan_out_state> subscribed);
 
     node_set& nodes_;
+    std::vector<std::string> names_;  // a copy: note_refusals may outlive the node set
     std::unordered_map<std::string, std::size_t> subscriptions_;                        // channel -> watchers
     std::unordered_map<std::string, std::deque<boost::asio::steady_timer*>> watchers_;  // oldest first
     std::unordered_map<std::string, std::vector<std::string>> recent_releases_;         // per channel, to de-duplicate

@@ -74,16 +74,16 @@ asio::awaitable<std::tuple<error_code, lock_inspection>> inspect(std::shared_ptr
     r->req.set_timeout(read_deadline);
     r->key = key;
     // Connect first, so a node still connecting is read rather than reported down.
-    auto result = co_await nodes.fan_out(
-        [r](node& n, fan_out_state& s, std::size_t i, node::completion done) {
-            auto ex = asio::get_associated_executor(done);  // the client's strand, where `s` lives
-            n.async_connect(s.diags[i],
-                            asio::bind_executor(ex, [&n, r, &s, i, done = std::move(done)](error_code ec) mutable {
-                                if (ec) return std::move(done)(ec);
-                                n.async_exec(r->req, s.replies[i], r->key, std::move(done));
-                            }));
-        },
-        classify_read, nodes.majority(), until::all_answered);
+    // Named: a temporary with a destructor inside a co_await is destroyed twice by g++ 12.
+    node_set::node_call read_node = [r](node& n, fan_out_state& s, std::size_t i, node::completion done) {
+        auto ex = asio::get_associated_executor(done);  // the client's strand, where `s` lives
+        n.async_connect(s.diags[i],
+                        asio::bind_executor(ex, [&n, r, &s, i, done = std::move(done)](error_code ec) mutable {
+                            if (ec) return std::move(done)(ec);
+                            n.async_exec(r->req, s.replies[i], r->key, std::move(done));
+                        }));
+    };
+    auto result = co_await nodes.fan_out(std::move(read_node), classify_read, nodes.majority(), until::all_answered);
     if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted), std::move(out)};
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         out.nodes.push_back(

@@ -202,9 +202,13 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
     call->acquire = lock_scripts::acquire_request(call->keys, call->token, o.ttl, o.node_timeout, fence_step);
     call->diag = diag;
 
-    auto [ec, state] = co_await acquire_loop(
-        client, std::move(plan),
-        [call = std::shared_ptr<const lock_call>(call)](std::uint64_t n) { return attempt(call, n); }, diag);
+    // Named, not a temporary inside the co_await: g++ 12 destroys such temporaries twice (a shared_ptr
+    // released twice showed it).
+    attempt_fn each_attempt = [call = std::shared_ptr<const lock_call>(call)](std::uint64_t n) {
+        return attempt(call, n);
+    };
+    auto outcome = co_await acquire_loop(client, std::move(plan), std::move(each_attempt), diag);
+    auto& [ec, state] = outcome;
     co_return std::tuple{ec, state ? access::make<lease>(std::move(state)) : lease{}};
 }
 
