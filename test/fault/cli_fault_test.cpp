@@ -138,8 +138,10 @@ BOOST_AUTO_TEST_CASE(failing_extensions_signal_the_command_kill_grace_before_the
     const auto dir = make_temp_dir("redlock-cli-fault-");
     const auto log = dir + "/signals";
     const auto started = steady_clock::now();
-    cli_process p({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "early", "--ttl", "2s", "--kill-grace",
-                   "800ms", "--", helper_path("signal_logger"), log});
+    // The first extension comes 1 s after the grant: the nodes die before it (the lease then ends 2968 ms after
+    // the grant), and the SIGTERM is due 1200 ms before that, which leaves redlock 1200 ms to start and lock.
+    cli_process p({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "early", "--ttl", "3s", "--kill-grace",
+                   "1200ms", "--", helper_path("signal_logger"), log});
     BOOST_REQUIRE(wait_until([&] { return p.output().find("ready") != std::string::npos; }, 10s));
     const auto killed_at = steady_clock::now();
     for (std::size_t i = 0; i < 3; ++i) nodes[i].kill();
@@ -147,7 +149,7 @@ BOOST_AUTO_TEST_CASE(failing_extensions_signal_the_command_kill_grace_before_the
     BOOST_TEST(code == 70, "output: " << p.output());
     const auto terms = signal_times(log, "SIGTERM");
     BOOST_REQUIRE_MESSAGE(terms.size() == 1u, "signals: " << file_contents(log) << "output: " << p.output());
-    const auto lease_end = earliest_lease_end(started, 2000ms);
+    const auto lease_end = earliest_lease_end(started, 3000ms);
     BOOST_TEST((terms[0] < lease_end), "SIGTERM " << ms_between(started, terms[0]) << " ms after the start; the lease "
                                                   << "ends " << ms_between(started, lease_end) << " ms after at least");
     BOOST_TEST((terms[0] > killed_at), "SIGTERM before the nodes were killed");
