@@ -93,6 +93,7 @@ private:
     clock::time_point end_{};
     bool stopping_ = false;
     int interrupted_ = 0;
+    std::string invalid_options_;  // the library refused the lock options (a --ttl above 30 days): usage error
     int active_ = 0;
     std::unique_ptr<asio::steady_timer> all_done_;
     std::vector<grant> grants_;
@@ -143,6 +144,13 @@ asio::awaitable<void> bench_run::worker(int index)
         if (ec) {
             // The run ended while we waited (a contended wait lasts until the end): not an error.
             if (stopping_ || t1 >= end_ || (contended() && ec == error::not_acquired)) break;
+            if (ec == error::invalid_argument) {  // every attempt would fail the same way
+                if (invalid_options_.empty()) invalid_options_ = diag.message().empty() ? ec.message() : diag.message();
+                stopping_ = true;
+                end_ = clock::now();
+                for (auto& other : cancels_) other->emit(asio::cancellation_type::terminal);
+                break;
+            }
             count_error(ec, "lock", &diag);
             co_await pause(milliseconds(10));  // no hot loop against a failing node
             continue;
@@ -204,6 +212,12 @@ asio::awaitable<int> bench_run::run()
         result_.handoff_us.push_back(std::max<std::int64_t>(0, micros(grants_[k].acquired - *grants_[k - 1].released)));
     }
     result_.grants = grants_.size();
+    if (!invalid_options_.empty()) {
+        finish();
+        report_.error("bench: cannot lock with these options: " + invalid_options_);
+        write_stderr("Try 'redlock bench --help'.\n");
+        co_return exit_code::usage;
+    }
     write_stdout(o_.json ? to_json(result_) : to_table(result_));
     if (result_.errors > 0)
         report_.note("bench: " + std::to_string(result_.errors) + " errors; first: " + first_error_);

@@ -2,19 +2,23 @@
 
 #include <charconv>
 #include <cstdint>
-#include <limits>
 
 namespace redlock::cli {
 
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text)
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text, duration_error* why)
 {
+    auto fail = [why](duration_error e) -> std::optional<std::chrono::milliseconds> {
+        if (why != nullptr) *why = e;
+        return std::nullopt;
+    };
     std::int64_t number = 0;
     const char* first = text.data();
     const char* last = text.data() + text.size();
     // from_chars accepts a leading '-': refuse it here, a negative duration is never meant.
-    if (text.empty() || text.front() < '0' || text.front() > '9') return std::nullopt;
+    if (text.empty() || text.front() < '0' || text.front() > '9') return fail(duration_error::malformed);
     auto [end, ec] = std::from_chars(first, last, number);
-    if (ec != std::errc{}) return std::nullopt;
+    const bool out_of_range = ec == std::errc::result_out_of_range;
+    if (ec != std::errc{} && !out_of_range) return fail(duration_error::malformed);
     const std::string_view unit(end, static_cast<std::size_t>(last - end));
     std::int64_t scale = 0;
     if (unit.empty() || unit == "ms")
@@ -26,10 +30,9 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text)
     else if (unit == "h")
         scale = 3'600'000;
     else
-        return std::nullopt;
-    // Keep far below milliseconds::max(): it is lock_options::wait_forever, and deadlines add to now().
-    constexpr std::int64_t limit = std::int64_t{1} << 50;
-    if (number > limit / scale) return std::nullopt;
+        return fail(duration_error::malformed);
+    // Compared before multiplying: number * scale cannot overflow then.
+    if (out_of_range || number > max_duration.count() / scale) return fail(duration_error::too_long);
     return std::chrono::milliseconds(number * scale);
 }
 

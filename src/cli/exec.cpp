@@ -3,6 +3,8 @@
 #include "commands.hpp"
 #include "duration.hpp"
 #include "exit_codes.hpp"
+#include "guarded_run.hpp"
+#include "signal_watch.hpp"
 #include "signals.hpp"
 
 #include <redlock/client.hpp>
@@ -15,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
@@ -74,21 +77,20 @@ public:
         : o_(o),
           path_(std::move(path)),
           report_(o.output),
-          signals_(ctx),
+          signals_(ctx.get_executor()),
           sigchld_(ctx, SIGCHLD),
           client_(ctx.get_executor(), o.nodes),
+          stop_timer_(ctx),
           grace_timer_(ctx),
           pause_(ctx),
           progress_(ctx)
     {
-        // Signals the caller left ignored (nohup, `cmd &` in a script) stay ignored, for us and the command.
-        for (int signo : {SIGINT, SIGTERM, SIGHUP})
-            if (!signal_ignored(signo)) signals_.add(signo);
+        for (int signo : {SIGINT, SIGTERM, SIGHUP}) signals_.add(signo);
     }
 
     ~exec_session()
     {
-        // Only after an internal error: never leave the command running without its lock.
+        // Only if shutdown() could not run: never leave the command running without its lock.
         if (child_.running()) {
             child_.signal(SIGKILL);
             while (!child_.try_reap()) ::usleep(1000);
@@ -96,19 +98,27 @@ public:
     }
 
     asio::awaitable<int> run();
+    // Every way out ends here, on the io_context (run_guarded): the command is stopped if it still runs, and
+    // a lease still held is released, before the process exits. `failure`: the internal error, if any.
+    asio::awaitable<void> shutdown(std::exception_ptr failure);
 
 private:
     enum class phase { acquiring, running, finishing };
 
     asio::awaitable<void> watch_signals();
-    void on_signal(int signo);
+    void on_signal(const signal_event& e);
     asio::awaitable<void> connect();
-    asio::awaitable<int> run_command(lease& held);
+    asio::awaitable<int> run_command();
+    asio::awaitable<error_code> release();
+    void watch_validity();
     void on_lost();
+    void stop_command(const std::string& why, clock::time_point kill_at);
     void stop_leftovers();
-    asio::awaitable<void> sleep_for(std::chrono::milliseconds d);
-    asio::awaitable<void> settle();
+    clock::duration stop_grace() const;
+    asio::awaitable<void> sleep_for(asio::steady_timer& timer, std::chrono::milliseconds d);
+    asio::awaitable<void> settle(asio::steady_timer& timer);
     int interrupted_exit(std::string_view while_doing) const;
+    int invalid_options_exit(const diagnostics& diag) const;
     std::vector<std::string> node_lines(const std::vector<node_outcome>& nodes) const;
     void schedule_progress(clock::time_point since);
     void finish();
@@ -116,17 +126,20 @@ private:
     const exec_options& o_;
     std::string path_;
     reporter report_;
-    asio::signal_set signals_;
+    signal_watch signals_;
     asio::signal_set sigchld_;  // before the fork: an early exit of the command is not missed
     client client_;
+    lease held_;                           // owned here, not by a coroutine frame: shutdown() releases it
     asio::cancellation_signal cancel_op_;  // the connect or lock in progress, on a signal
-    asio::steady_timer grace_timer_;
-    asio::steady_timer pause_;
-    asio::steady_timer progress_;  // "still waiting" while the lock is busy or the nodes are down
-    diagnostics lock_diag_;        // the last attempt's outcome, read by the progress report
+    asio::steady_timer stop_timer_;        // --kill-grace before the validity ends: stop the command?
+    asio::steady_timer grace_timer_;       // SIGKILL, when the command outlives its grace
+    asio::steady_timer pause_;             // shutdown()'s
+    asio::steady_timer progress_;          // "still waiting" while the lock is busy or the nodes are down
+    diagnostics lock_diag_;                // the last attempt's outcome, read by the progress report
     phase phase_ = phase::acquiring;
     int interrupted_ = 0;  // the signal that interrupted the acquisition
     child_process child_;
+    bool stopping_ = false;  // the kill signal was sent: the command's protection ends early
     bool lost_ = false;
     diagnostics connect_diag_;
     std::vector<node_outcome> connect_outcomes_;
@@ -135,22 +148,29 @@ private:
 asio::awaitable<void> exec_session::watch_signals()
 {
     for (;;) {
-        auto [ec, signo] = co_await signals_.async_wait(use_tuple);
+        signal_event e;
+        auto [ec, n] = co_await signals_.async_wait(e, use_tuple);
         if (ec) co_return;  // cancelled at the end
-        on_signal(signo);
+        on_signal(e);
     }
 }
 
-void exec_session::on_signal(int signo)
+void exec_session::on_signal(const signal_event& e)
 {
     switch (phase_) {
         case phase::acquiring:
-            if (interrupted_ == 0) interrupted_ = signo;
+            if (interrupted_ == 0) interrupted_ = e.signo;
             cancel_op_.emit(asio::cancellation_type::terminal);
             break;
         case phase::running:
-            report_.detail("forwarding " + signal_name(signo) + " to the command");
-            child_.signal(signo);
+            // Ctrl-C in a terminal goes to its whole foreground process group: a command in ours has it already.
+            if (e.from_terminal() && !child_.own_group()) {
+                report_.detail(signal_name(e.signo) +
+                               " from the terminal: the command got it too (it is in redlock's process group)");
+                break;
+            }
+            report_.detail("forwarding " + signal_name(e.signo) + " to the command");
+            child_.signal(e.signo);
             break;
         case phase::finishing:
             break;  // the command is gone; the release is bounded by the per-node deadline
@@ -164,18 +184,29 @@ int exec_session::interrupted_exit(std::string_view while_doing) const
     return exit_code::signal_base + interrupted_;
 }
 
-asio::awaitable<void> exec_session::sleep_for(std::chrono::milliseconds d)
+// The library checks the lock options before any I/O (lock_options::max_ttl, a ttl the watchdog can keep up
+// with...): what it refuses is a bad command line.
+int exec_session::invalid_options_exit(const diagnostics& diag) const
 {
-    pause_.expires_after(d);
-    co_await pause_.async_wait(use_tuple);
+    std::string text = "exec: cannot lock '" + o_.key + "' with these options";
+    text += diag.message().empty() ? std::string(": invalid argument") : ": " + std::string(diag.message());
+    report_.error(text);
+    write_stderr("Try 'redlock exec --help'.\n");
+    return exit_code::usage;
+}
+
+asio::awaitable<void> exec_session::sleep_for(asio::steady_timer& timer, std::chrono::milliseconds d)
+{
+    timer.expires_after(d);
+    co_await timer.async_wait(use_tuple);
 }
 
 // A quorum operation completes as soon as its outcome is decided, and a failed or cancelled attempt sends its
 // releases in the background: before closing the connections, let the requests still in flight reach their
 // nodes (or time out: the per-node deadline is this long), rather than leave keys there until their TTL.
-asio::awaitable<void> exec_session::settle()
+asio::awaitable<void> exec_session::settle(asio::steady_timer& timer)
 {
-    co_await sleep_for(std::clamp(o_.ttl / 10, std::chrono::milliseconds(1), std::chrono::milliseconds(50)));
+    co_await sleep_for(timer, std::clamp(o_.ttl / 10, std::chrono::milliseconds(1), std::chrono::milliseconds(50)));
 }
 
 std::vector<std::string> exec_session::node_lines(const std::vector<node_outcome>& nodes) const
@@ -216,7 +247,7 @@ asio::awaitable<void> exec_session::connect()
 
 asio::awaitable<int> exec_session::run()
 {
-    asio::co_spawn(signals_.get_executor(), watch_signals(), rethrow);
+    asio::co_spawn(co_await asio::this_coro::executor, watch_signals(), rethrow);
     const auto started = clock::now();
     const auto deadline = o_.wait ? started + *o_.wait : clock::time_point::max();
     report_.detail("lock '" + o_.key + "' on " + std::to_string(client_.size()) + " node(s), quorum " +
@@ -225,10 +256,7 @@ asio::awaitable<int> exec_session::run()
                    (o_.watchdog ? "on" : "off"));
 
     co_await connect();
-    if (interrupted_ != 0) {
-        finish();
-        co_return interrupted_exit("connecting for lock");
-    }
+    if (interrupted_ != 0) co_return interrupted_exit("connecting for lock");
 
     lock_options lo;
     lo.ttl = o_.ttl;
@@ -245,13 +273,10 @@ asio::awaitable<int> exec_session::run()
     const auto lock_start = clock::now();
     schedule_progress(lock_start);
     auto [ec, held] = co_await m.async_lock(diag, asio::bind_cancellation_slot(cancel_op_.slot(), use_tuple));
+    held_ = std::move(held);  // from here on, shutdown() releases it on every way out
     progress_.cancel();
-    if (interrupted_ != 0) {
-        if (held) co_await held.async_release(use_tuple);
-        co_await settle();
-        finish();
-        co_return interrupted_exit("waiting for lock");
-    }
+    if (interrupted_ != 0) co_return interrupted_exit("waiting for lock");
+    if (ec == error::invalid_argument) co_return invalid_options_exit(diag);
     if (ec) {
         const bool busy = ec == error::not_acquired;
         const std::string waited = !o_.wait ? ""
@@ -262,57 +287,54 @@ asio::awaitable<int> exec_session::run()
         if (!diag.message().empty()) text += ": " + std::string(diag.message());
         report_.error(text);
         report_.error_lines(node_lines(diag.nodes()));
-        co_await settle();
-        finish();
         co_return busy ? exit_code::busy : exit_code::unavailable;
     }
-    report_.detail("acquired '" + o_.key + "' in " + format_ms(ms_since(lock_start)) + ", token " + held.token() +
-                   (held.fencing_token() != 0 ? ", fencing token " + std::to_string(held.fencing_token()) : "") +
-                   ", valid for " + std::to_string(held.validity().count()) + " ms");
+    report_.detail("acquired '" + o_.key + "' in " + format_ms(ms_since(lock_start)) + ", token " + held_.token() +
+                   (held_.fencing_token() != 0 ? ", fencing token " + std::to_string(held_.fencing_token()) : "") +
+                   ", valid for " + std::to_string(held_.validity().count()) + " ms");
     report_.detail_lines(describe_nodes(diag.nodes()));
 
-    const int code = co_await run_command(held);
-    finish();
-    co_return code;
+    co_return co_await run_command();
 }
 
-asio::awaitable<int> exec_session::run_command(lease& held)
+asio::awaitable<int> exec_session::run_command()
 {
     child_spec spec;
     spec.path = path_;
     spec.argv = o_.command;
-    spec.env = child_environment(o_.key, held);
+    spec.env = child_environment(o_.key, held_);
     spec.own_group = !in_terminal_foreground();
     spec.parent_death_signal = o_.kill_signal;  // if redlock dies, nobody keeps the lease: stop the command
     const auto run_start = clock::now();
     if (const int e = child_.start(spec); e != 0) {
         phase_ = phase::finishing;
         report_.error("cannot run '" + o_.command.front() + "': " + std::strerror(e));
-        co_await held.async_release(use_tuple);
-        co_await settle();
+        co_await release();
         co_return e == ENOENT ? exit_code::not_found : exit_code::cannot_run;
     }
     phase_ = phase::running;  // before any co_await: a signal handled from now on is forwarded
     report_.detail("running '" + command_line(o_.command) + "' (pid " + std::to_string(child_.pid()) +
                    (spec.own_group ? ", own process group)" : ", in redlock's process group)"));
-    held.async_wait_lost([this](error_code ec) {
+    held_.async_wait_lost([this](error_code ec) {
         if (ec == error::lost) on_lost();
     });
+    watch_validity();
 
     while (!child_.try_reap()) co_await sigchld_.async_wait(use_tuple);
     phase_ = phase::finishing;
-    // The lease counts as held to the end only if it was still valid when the command was seen to exit.
-    const bool expired = lost_ || held.lost() || clock::now() >= held.valid_until();
-    if (lost_) stop_leftovers();
+    stop_timer_.cancel();
     grace_timer_.cancel();
+    // The lease counts as held to the end only if it was still valid when the command was seen to exit, and the
+    // command was not stopped because the lease was about to end.
+    const bool expired = stopping_ || lost_ || held_.lost() || clock::now() >= held_.valid_until();
+    if (stopping_) stop_leftovers();
     report_.detail("the command " + child_.describe_exit() + " after " + format_ms(ms_since(run_start)));
 
     const auto release_start = clock::now();
-    auto [rec] = co_await held.async_release(use_tuple);
+    const auto rec = co_await release();
     const auto release_time = ms_since(release_start);
-    co_await settle();
     if (expired) {
-        if (!lost_) {
+        if (!stopping_) {
             report_.error("the lease on '" + o_.key + "' ran out before the command finished (the command " +
                           child_.describe_exit() + "): its work was not protected to the end");
         }
@@ -327,31 +349,117 @@ asio::awaitable<int> exec_session::run_command(lease& held)
     co_return child_.exit_code();
 }
 
+// Releases the lease; once released it is gone from held_, and shutdown() has nothing left to release.
+asio::awaitable<error_code> exec_session::release()
+{
+    if (!held_) co_return error_code{};
+    auto [ec] = co_await held_.async_release(use_tuple);
+    held_ = lease{};
+    co_return ec;
+}
+
+// How long before the end of the validity the command gets --kill-signal: --kill-grace, but at most half the
+// TTL. The watchdog extends every TTL / 3, so with a healthy quorum the validity left never drops below
+// 2/3 TTL - drift: a grace up to TTL / 2 leaves the first extension and its retries time to succeed, and a
+// longer one would stop a command under a healthy lease (or, with --no-watchdog, at once).
+clock::duration exec_session::stop_grace() const
+{
+    return std::min<clock::duration>(o_.kill_grace, o_.ttl / 2);
+}
+
+// Once the extensions keep failing, stop the command --kill-grace before the validity ends, so that it is gone
+// before anyone else can hold the lock. A successful extension moves valid_until() forward: then wait again.
+void exec_session::watch_validity()
+{
+    const auto grace = stop_grace();
+    stop_timer_.expires_at(held_.valid_until() - grace);
+    stop_timer_.async_wait([this, grace](error_code ec) {
+        if (ec || phase_ != phase::running || stopping_ || held_.lost()) return;  // on_lost() takes a lost lease
+        const auto now = clock::now();
+        const auto until = held_.valid_until();
+        if (until - grace > now) return watch_validity();  // extended meanwhile
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count();
+        const std::string ends = "its validity ends in " + std::to_string(std::max<long long>(left, 0)) + " ms";
+        stop_command(o_.watchdog ? "the watchdog could not extend the lease on '" + o_.key +
+                                       "' on a quorum of nodes in time: " + ends
+                                 : "the lease on '" + o_.key + "' is running out (--no-watchdog, ttl " +
+                                       format_duration(o_.ttl) + "): " + ends,
+                     until);
+    });
+}
+
 void exec_session::on_lost()
 {
     if (phase_ != phase::running || lost_) return;
     lost_ = true;
     const std::string why = o_.watchdog ? "the watchdog could not extend it on a quorum of nodes in time"
                                         : "its TTL of " + format_duration(o_.ttl) + " ran out (--no-watchdog)";
-    report_.error("lost the lease on '" + o_.key + "' while the command ran: " + why + "; sending " +
-                  signal_name(o_.kill_signal) + " to the command");
+    if (stopping_) {
+        report_.detail("lost the lease on '" + o_.key + "': " + why);
+        return;
+    }
+    // Before the stop time: another owner answered on a quorum, or the process was paused past the validity.
+    stop_command("lost the lease on '" + o_.key + "' while the command ran: " + why, clock::now() + o_.kill_grace);
+}
+
+// Sends --kill-signal to the command (once), then SIGKILL at `kill_at` if it is still running.
+void exec_session::stop_command(const std::string& why, clock::time_point kill_at)
+{
+    if (phase_ != phase::running || stopping_) return;
+    stopping_ = true;
+    report_.error(why + "; sending " + signal_name(o_.kill_signal) + " to the command");
+    const auto sent = clock::now();
     child_.signal(o_.kill_signal);
     // A stopped command would keep the signal pending: let it act on it.
     if (o_.kill_signal != SIGKILL && o_.kill_signal != SIGCONT) child_.signal(SIGCONT);
-    grace_timer_.expires_after(o_.kill_grace);
-    grace_timer_.async_wait([this](error_code ec) {
+    grace_timer_.expires_at(kill_at);
+    grace_timer_.async_wait([this, sent](error_code ec) {
         if (ec || !child_.running()) return;
-        report_.error("the command did not exit within " + format_duration(o_.kill_grace) + " of " +
-                      signal_name(o_.kill_signal) + ": sending SIGKILL");
+        report_.error("the command did not exit within " +
+                      format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - sent)) +
+                      " of " + signal_name(o_.kill_signal) + ": sending SIGKILL");
         child_.signal(SIGKILL);
     });
 }
 
-// After a loss, the command's own process group must end too: what the command started may still touch the
+// After a stop, the command's own process group must end too: what the command started may still touch the
 // resource. The command had its grace period; what it leaves behind is killed at once.
 void exec_session::stop_leftovers()
 {
     if (child_.signal_leftovers(SIGKILL)) report_.detail("killed what was left of the command's process group");
+}
+
+asio::awaitable<void> exec_session::shutdown(std::exception_ptr failure)
+{
+    phase_ = phase::finishing;
+    if (failure) {
+        try {
+            std::rethrow_exception(failure);
+        } catch (const std::exception& x) {
+            report_.error(std::string("internal error: ") + x.what());
+        } catch (...) {
+            report_.error("internal error");
+        }
+    }
+    if (child_.running()) {
+        report_.error("stopping the command (pid " + std::to_string(child_.pid()) +
+                      "): it must not run on without the lock");
+        child_.signal(SIGKILL);
+        while (!child_.try_reap()) co_await sleep_for(pause_, std::chrono::milliseconds(1));
+        stop_leftovers();
+    }
+    if (held_) {
+        auto [ec] = co_await held_.async_release(use_tuple);
+        held_ = lease{};
+        if (ec)
+            report_.error("releasing '" + o_.key + "' failed: " + ec.message() + "; the keys expire within the TTL (" +
+                          format_duration(o_.ttl) + ")");
+        else
+            report_.detail("released '" + o_.key + "'");
+    }
+    // A failed or cancelled attempt's releases, or the one above, still in flight: let them reach the nodes.
+    co_await settle(pause_);
+    finish();
 }
 
 // A long wait should not be silent when it is not the lock being busy: with the nodes unreachable, say so
@@ -386,6 +494,7 @@ void exec_session::finish()
     phase_ = phase::finishing;
     signals_.cancel();
     sigchld_.cancel();
+    stop_timer_.cancel();
     grace_timer_.cancel();
     client_.close();
 }
@@ -405,24 +514,11 @@ int run_exec(const exec_options& o)
     }
 
     asio::io_context ctx(1);
-    int code = exit_code::lost;
     exec_session session(ctx, o, *path);
-    asio::co_spawn(ctx, session.run(), [&](std::exception_ptr e, int result) {
-        code = result;
-        if (e) {
-            code = exit_code::lost;
-            try {
-                std::rethrow_exception(e);
-            } catch (const std::exception& x) {
-                report.error(std::string("internal error: ") + x.what());
-            } catch (...) {
-                report.error("internal error");
-            }
-        }
-        ctx.stop();
-    });
-    ctx.run();
-    return code;
+    auto outcome = run_guarded<int>(ctx, session.run(),
+                                    [&session](std::exception_ptr failure) { return session.shutdown(failure); });
+    if (outcome.failure || !outcome.value) return exit_code::lost;  // shutdown() said what failed
+    return *outcome.value;
 }
 
 }  // namespace redlock::cli

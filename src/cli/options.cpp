@@ -35,9 +35,10 @@ options:
   --limit N              semaphore mode (N > 1 comes in a later release; only 1, a mutex, for now)
   --fair                 FIFO order among waiters (comes in a later release)
   --fencing              obtain a fencing token: COMMAND gets it in REDLOCK_FENCING_TOKEN
-  --no-watchdog          do not extend the lease; COMMAND is stopped when the TTL runs out
-  --kill-signal SIG      signal sent to COMMAND when the lease is lost (default TERM), then KILL after
-  --kill-grace DURATION  (default 5s)
+  --no-watchdog          do not extend the lease; COMMAND is stopped before the TTL runs out
+  --kill-signal SIG      signal sent to COMMAND --kill-grace before the lease can end, when the watchdog
+                         cannot extend it (default TERM); KILL when the lease ends
+  --kill-grace DURATION  default 5s, at most half the TTL
   -v, --verbose          per-node outcomes and timings on stderr
   -q, --quiet            nothing but errors on stderr
   -h, --help             this text
@@ -47,8 +48,8 @@ number above every earlier holder's), in its environment; INT, TERM and HUP sent
 to it.
 
 exit codes: COMMAND's own (128+N if it died by signal N) when the lease held to the end; 64 usage error;
-69 no quorum of nodes reachable until --wait ran out; 70 lease lost while COMMAND ran (COMMAND was
-stopped); 75 the lock stayed held by others until --wait ran out; 126/127 COMMAND could not be run.
+69 no quorum of nodes reachable until --wait ran out; 70 lease lost, or about to end, while COMMAND ran
+(COMMAND was stopped); 75 the lock stayed held by others until --wait ran out; 126/127 COMMAND could not be run.
 )";
 
 const char* status_help = R"(usage: redlock status [--nodes URL[,URL...]] --key NAME [-v]
@@ -124,7 +125,12 @@ ms duration_flag(const po::variables_map& vm, const char* name, ms fallback, con
 {
     auto text = string_flag(vm, name);
     if (!text) return fallback;
-    auto d = parse_duration(*text);
+    static_assert(max_duration == std::chrono::hours(87'600), "the message below names the limit");
+    duration_error why{};
+    auto d = parse_duration(*text, &why);
+    if (!d && why == duration_error::too_long)
+        throw usage_error(std::string("--") + name + ": '" + *text + "' is too long (at most 87600h, 10 years)",
+                          command);
     if (!d) {
         throw usage_error(std::string("--") + name + ": '" + *text +
                               "' is not a duration (use 250ms, 10s, 2m, or plain milliseconds)",

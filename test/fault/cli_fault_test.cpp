@@ -71,6 +71,36 @@ bool process_alive(pid_t pid)
     return ::kill(pid, 0) == 0;
 }
 
+std::string helper_path(const std::string& name)
+{
+    return std::string(REDLOCK_TEST_HELPER_DIR) + "/helper_" + name;
+}
+
+// When helper_signal_logger got the signal `name` ("SIGTERM"), on our steady_clock (CLOCK_MONOTONIC).
+std::vector<steady_clock::time_point> signal_times(const std::string& log, const std::string& name)
+{
+    std::vector<steady_clock::time_point> out;
+    std::istringstream in(file_contents(log));
+    std::string signal;
+    long long ns = 0;
+    std::string rest;
+    while (in >> signal >> ns && std::getline(in, rest))
+        if (signal == name) out.emplace_back(std::chrono::nanoseconds(ns));
+    return out;
+}
+
+// The earliest a lease of `ttl` taken after `started` can end: the validity of a grant that began then
+// (ttl - drift; the library's default drift is 1% + 2 ms). Extensions only move the end later.
+steady_clock::time_point earliest_lease_end(steady_clock::time_point started, std::chrono::milliseconds ttl)
+{
+    return started + ttl - ttl / 100 - 2ms;
+}
+
+long long ms_between(steady_clock::time_point from, steady_clock::time_point to)
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(cli_fault)
@@ -91,24 +121,72 @@ BOOST_AUTO_TEST_CASE(killing_3_of_5_nodes_stops_the_command_and_exits_70)
     const int code = p.wait(10s);
     const auto took = elapsed_ms(killed_at);
     BOOST_TEST(code == 70, "output: " << p.output());
-    // Lost at the end of the validity (at most the TTL after the last extension), then the command stops at once.
+    // Stopped --kill-grace (here capped at ttl / 2) before the end of the validity, which is at most the TTL
+    // after the last extension and at least 2/3 of it: not at once, not after the lease ended.
     BOOST_TEST(took < 6000, "took " << took << " ms");
-    BOOST_TEST(took >= 500, "took " << took << " ms");  // not before the validity could have run out
-    BOOST_TEST(p.output().find("lost the lease on 'doomed'") != std::string::npos, "output: " << p.output());
+    BOOST_TEST(took >= 200, "took " << took << " ms");
+    BOOST_TEST(p.output().find("could not extend the lease on 'doomed'") != std::string::npos,
+               "output: " << p.output());
     BOOST_TEST(!process_alive(child));
 }
 
-BOOST_AUTO_TEST_CASE(without_the_watchdog_the_command_is_stopped_when_the_ttl_runs_out)
+// Once the extensions keep failing, the command gets --kill-signal --kill-grace before the lease's validity
+// ends, so that it is gone before anyone else can take the lock.
+BOOST_AUTO_TEST_CASE(failing_extensions_signal_the_command_kill_grace_before_the_lease_ends)
+{
+    cluster nodes(5);
+    const auto dir = make_temp_dir("redlock-cli-fault-");
+    const auto log = dir + "/signals";
+    const auto started = steady_clock::now();
+    // The first extension comes 1 s after the grant: the nodes die before it (the lease then ends 2968 ms after
+    // the grant), and the SIGTERM is due 1200 ms before that, which leaves redlock 1200 ms to start and lock.
+    cli_process p({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "early", "--ttl", "3s", "--kill-grace",
+                   "1200ms", "--", helper_path("signal_logger"), log});
+    BOOST_REQUIRE(wait_until([&] { return p.output().find("ready") != std::string::npos; }, 10s));
+    const auto killed_at = steady_clock::now();
+    for (std::size_t i = 0; i < 3; ++i) nodes[i].kill();
+    const int code = p.wait(10s);
+    BOOST_TEST(code == 70, "output: " << p.output());
+    const auto terms = signal_times(log, "SIGTERM");
+    BOOST_REQUIRE_MESSAGE(terms.size() == 1u, "signals: " << file_contents(log) << "output: " << p.output());
+    const auto lease_end = earliest_lease_end(started, 3000ms);
+    BOOST_TEST((terms[0] < lease_end), "SIGTERM " << ms_between(started, terms[0]) << " ms after the start; the lease "
+                                                  << "ends " << ms_between(started, lease_end) << " ms after at least");
+    BOOST_TEST((terms[0] > killed_at), "SIGTERM before the nodes were killed");
+    BOOST_TEST(p.output().find("could not extend the lease on 'early'") != std::string::npos, "output: " << p.output());
+    std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(without_the_watchdog_the_command_is_stopped_kill_grace_before_the_ttl_runs_out)
+{
+    cluster nodes(3);
+    const auto dir = make_temp_dir("redlock-cli-fault-");
+    const auto log = dir + "/signals";
+    const auto started = steady_clock::now();
+    cli_process p({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "short", "--ttl", "1000ms", "--no-watchdog",
+                   "--kill-grace", "300ms", "--", helper_path("signal_logger"), log});
+    const int code = p.wait(10s);
+    BOOST_TEST(code == 70, "output: " << p.output());
+    const auto terms = signal_times(log, "SIGTERM");
+    BOOST_REQUIRE_MESSAGE(terms.size() == 1u, "signals: " << file_contents(log) << "output: " << p.output());
+    const auto at = ms_between(started, terms[0]);
+    BOOST_TEST((terms[0] < earliest_lease_end(started, 1000ms)), "SIGTERM " << at << " ms after the start");
+    BOOST_TEST(at >= 600, "SIGTERM " << at << " ms after the start: the validity is 988 ms, the grace 300 ms");
+    BOOST_TEST(p.output().find("--no-watchdog") != std::string::npos, "output: " << p.output());
+    std::filesystem::remove_all(dir);
+}
+
+// A long --kill-grace is capped at half the TTL: a command under a short lease is not stopped at once.
+BOOST_AUTO_TEST_CASE(a_kill_grace_longer_than_half_the_ttl_is_capped)
 {
     cluster nodes(3);
     const auto start = steady_clock::now();
-    cli_process p({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "short", "--ttl", "1000ms", "--no-watchdog",
-                   "--", "sleep", "30"});
+    cli_process p({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "capped", "--ttl", "1000ms", "--no-watchdog",
+                   "--kill-grace", "5s", "--", "sleep", "30"});
     const int code = p.wait(10s);
     const auto took = elapsed_ms(start);
     BOOST_TEST(code == 70, "output: " << p.output());
-    BOOST_TEST((took >= 900 && took < 3000), "took " << took << " ms");
-    BOOST_TEST(p.output().find("--no-watchdog") != std::string::npos, "output: " << p.output());
+    BOOST_TEST((took >= 450 && took < 3000), "took " << took << " ms");
 }
 
 BOOST_AUTO_TEST_CASE(a_command_that_ignores_the_kill_signal_gets_kill_after_the_grace)
@@ -117,11 +195,12 @@ BOOST_AUTO_TEST_CASE(a_command_that_ignores_the_kill_signal_gets_kill_after_the_
     const auto start = steady_clock::now();
     // `trap '' TERM` is inherited by sleep: only SIGKILL ends them.
     cli_process p({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "stubborn", "--ttl", "800ms",
-                   "--no-watchdog", "--kill-grace", "700ms", "--", "sh", "-c", "trap '' TERM; sleep 30; sleep 30"});
+                   "--no-watchdog", "--kill-grace", "300ms", "--", "sh", "-c", "trap '' TERM; sleep 30; sleep 30"});
     const int code = p.wait(10s);
     const auto took = elapsed_ms(start);
     BOOST_TEST(code == 70, "output: " << p.output());
-    BOOST_TEST((took >= 1400 && took < 4000), "took " << took << " ms");
+    // TERM 300 ms before the validity (790 ms) ends, KILL when it ends.
+    BOOST_TEST((took >= 700 && took < 3000), "took " << took << " ms");
     BOOST_TEST(p.output().find("sending SIGKILL") != std::string::npos, "output: " << p.output());
 }
 

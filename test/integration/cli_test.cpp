@@ -57,6 +57,20 @@ std::string unreachable_nodes(std::size_t n)
     return comma_joined(urls);
 }
 
+std::string helper_path(const std::string& name)
+{
+    return std::string(REDLOCK_TEST_HELPER_DIR) + "/helper_" + name;
+}
+
+std::size_t count_lines_starting_with(const std::string& text, const std::string& prefix)
+{
+    std::size_t n = 0;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        if (line.starts_with(prefix)) ++n;
+    return n;
+}
+
 bool is_hex_token(const std::string& s)
 {
     return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
@@ -198,6 +212,13 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_64_with_a_message_before_any_io)
         {{"bench", "--nodes", nowhere, "--scenario", "fast"}, "not a scenario"},
         {{"bench", "--nodes", nowhere, "--clients", "0"}, "--clients"},
         {{"bench", "--nodes", nowhere, "--duration", "0"}, "--duration must be positive"},
+        // Durations that would overflow a deadline are refused by the parser.
+        {{"exec", "--nodes", nowhere, "--key", "k", "--ttl", "99999999999999999h", "--", "true"}, "--ttl"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--wait", "99999999999999999h", "--", "true"}, "--wait"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--wait", "99999999h", "--", "true"},
+         "--wait: '99999999h' is too long"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--kill-grace", "99999999h", "--", "true"}, "--kill-grace"},
+        {{"bench", "--nodes", nowhere, "--duration", "99999999h"}, "--duration"},
     };
     for (const auto& c : cases) {
         std::string line;
@@ -212,6 +233,46 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_64_with_a_message_before_any_io)
             BOOST_TEST(elapsed_ms(start) < 1000);
         }
     }
+}
+
+// The library's own bounds (lock_options::max_ttl; a ttl the watchdog cannot keep up with) are usage errors
+// too, with the library's explanation, and the command does not run.
+BOOST_AUTO_TEST_CASE(a_ttl_the_library_refuses_exits_64_without_running_the_command)
+{
+    cluster nodes(1);
+    const auto urls = comma_joined(nodes.urls());
+    struct bound_case {
+        std::vector<std::string> flags;
+        std::string says;
+    };
+    const std::vector<bound_case> cases = {
+        {{"--ttl", "3000000h"}, "too long"},  // past any DURATION: the parser's own limit comes first
+        {{"--ttl", "721h"}, "at most 30 days"},
+        {{"--ttl", "721h", "--wait", "0"}, "at most 30 days"},
+        {{"--ttl", "3ms"}, "--ttl must be at least"},  // the CLI's own floor comes first
+    };
+    for (const auto& c : cases) {
+        std::vector<std::string> args = {"exec", "--nodes", urls, "--key", "bounds"};
+        args.insert(args.end(), c.flags.begin(), c.flags.end());
+        args.insert(args.end(), {"--", "sh", "-c", "echo ran"});
+        BOOST_TEST_CONTEXT("redlock exec " << c.flags.front() << " " << c.flags.at(1))
+        {
+            auto r = redlock_cli(args);
+            BOOST_TEST(r.exit_code == 64, "stderr: " << r.err);
+            BOOST_TEST(r.err.find(c.says) != std::string::npos, "stderr: " << r.err);
+            BOOST_TEST(r.out.find("ran") == std::string::npos);
+        }
+    }
+    BOOST_TEST(nodes[0].cli({"EXISTS", "bounds"}) == "0");
+    auto bench = redlock_cli({"bench", "--nodes", urls, "--ttl", "721h", "--duration", "300ms"});
+    BOOST_TEST(bench.exit_code == 64, "stderr: " << bench.err);
+    BOOST_TEST(bench.err.find("at most 30 days") != std::string::npos, "stderr: " << bench.err);
+    BOOST_TEST(bench.out.empty());
+    // The longest ttl allowed still works.
+    auto r = redlock_cli({"exec", "--nodes", urls, "--key", "bounds", "--ttl", "720h", "--", "sh", "-c", "echo ran"});
+    BOOST_TEST(r.exit_code == 0, "stderr: " << r.err);
+    BOOST_TEST(r.out == "ran\n");
+    BOOST_TEST(nodes[0].cli({"EXISTS", "bounds"}) == "0");
 }
 
 BOOST_AUTO_TEST_CASE(help_exits_0)
@@ -333,6 +394,51 @@ BOOST_AUTO_TEST_CASE(int_and_hup_are_forwarded_too)
         BOOST_REQUIRE(exited);
         BOOST_TEST(exit_status(status) == (signo == SIGINT ? 10 : 11));
     }
+    std::filesystem::remove_all(dir);
+}
+
+// In the foreground of a terminal the command shares redlock's process group: Ctrl-C reaches it from the
+// terminal, and redlock must not send it a second one. A SIGINT sent to redlock alone is still forwarded.
+BOOST_AUTO_TEST_CASE(in_a_terminal_the_command_gets_each_sigint_once)
+{
+    cluster nodes(1);
+    const auto dir = make_temp_dir("redlock-cli-");
+    for (const std::string how : {"ctrl-c", "kill-int"}) {
+        BOOST_TEST_CONTEXT("helper_pty_run " << how)
+        {
+            const auto log = dir + "/" + how;
+            auto r = run_command(
+                {helper_path("pty_run"), how, REDLOCK_CLI_PATH, "exec", "-v", "--nodes", comma_joined(nodes.urls()),
+                 "--key", "tty", "--", helper_path("signal_logger"), log, "700"},
+                cli_limit);
+            BOOST_TEST(r.exit_code == 0, "terminal: " << r.out << r.err);
+            // The scenario: the command runs in redlock's process group (the terminal's foreground).
+            BOOST_TEST(r.out.find("in redlock's process group") != std::string::npos, "terminal: " << r.out);
+            const auto got = file_contents(log);
+            // Two SIGINTs pending at once count as one (the command may not run in between): redlock's account
+            // of what it forwarded is the deterministic check.
+            BOOST_TEST(count_lines_starting_with(got, "SIGINT ") == 1u, "the command got: " << got);
+            const bool forwarded = r.out.find("forwarding SIGINT") != std::string::npos;
+            BOOST_TEST(forwarded == (how == "kill-int"), "terminal: " << r.out);
+            BOOST_TEST(nodes[0].cli({"EXISTS", "tty"}) == "0");
+        }
+    }
+    std::filesystem::remove_all(dir);
+}
+
+// The lease is released on every way out once it was taken: here the command passes the $PATH check but its
+// execve fails (a missing interpreter).
+BOOST_AUTO_TEST_CASE(a_command_that_fails_to_start_after_the_lock_was_taken_releases_it)
+{
+    cluster nodes(3);
+    const auto dir = make_temp_dir("redlock-cli-");
+    const auto script = dir + "/broken";
+    std::ofstream(script) << "#!/no/such/interpreter\n";
+    std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+    auto r =
+        redlock_cli({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "nostart", "--ttl", "30s", "--", script});
+    BOOST_TEST(r.exit_code == 127, "stderr: " << r.err);
+    BOOST_TEST(nodes_with_key(nodes, "nostart") == 0u);  // released, not left for 30 s
     std::filesystem::remove_all(dir);
 }
 
