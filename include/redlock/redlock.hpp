@@ -6,9 +6,12 @@
 #include <redlock/diagnostics.hpp>
 #include <redlock/error.hpp>
 #include <redlock/fenced_write.hpp>
+#include <redlock/key_layout.hpp>
 #include <redlock/lease.hpp>
+#include <redlock/lock_inspection.hpp>
 #include <redlock/lock_options.hpp>
 #include <redlock/mutex.hpp>
+#include <redlock/node.hpp>
 #include <redlock/node_config.hpp>
 #include <redlock/request.hpp>
 #include <redlock/response.hpp>
