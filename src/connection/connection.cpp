@@ -1,8 +1,8 @@
 #include "common/completion.hpp"
 #include "connection/multiplexer.hpp"
 
-#include <redlock/detail/access.hpp>
 #include <redlock/connection.hpp>
+#include <redlock/detail/access.hpp>
 #include <redlock/resp/reader.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -498,8 +498,9 @@ asio::awaitable<error_code> connection_impl::connect_once(diagnostics& diag)
     ++connect_generation_;  // a timer callback already queued must not close the next transport
     if (ec && connect_timed_out_) {
         diag.clear();
-        detail::access::set_client_message(diag, "no answer from " + config_.to_string() + " within the connect timeout of " +
-                                std::to_string(config_.connect_timeout.count()) + " ms");
+        detail::access::set_client_message(diag, "no answer from " + config_.to_string() +
+                                                     " within the connect timeout of " +
+                                                     std::to_string(config_.connect_timeout.count()) + " ms");
         ec = error::timeout;
     }
     co_return ec;
@@ -530,7 +531,8 @@ asio::awaitable<error_code> connection_impl::handshake(diagnostics& diag)
     auto payload = req.payload();
     auto [wec, written] = co_await async_write(*transport_, asio::buffer(payload.data(), payload.size()), use_tuple);
     if (wec) {
-        detail::access::set_client_message(diag, "cannot send the handshake to " + config_.to_string() + ": " + wec.message());
+        detail::access::set_client_message(
+            diag, "cannot send the handshake to " + config_.to_string() + ": " + wec.message());
         co_return wec;
     }
     response replies;
@@ -557,7 +559,8 @@ asio::awaitable<error_code> connection_impl::restore_subscriptions(diagnostics& 
     auto payload = req.payload();
     auto [wec, written] = co_await async_write(*transport_, asio::buffer(payload.data(), payload.size()), use_tuple);
     if (wec) {
-        detail::access::set_client_message(diag, "cannot restore the subscriptions on " + config_.to_string() + ": " + wec.message());
+        detail::access::set_client_message(
+            diag, "cannot restore the subscriptions on " + config_.to_string() + ": " + wec.message());
         co_return wec;
     }
     response replies;
@@ -580,7 +583,8 @@ asio::awaitable<error_code> connection_impl::read_replies(std::size_t count, res
         while (out.size() < count) {
             auto value = reader_.next(ec);
             if (ec) {
-                detail::access::set_client_message(diag, "malformed reply from " + config_.to_string() + ": " + ec.message());
+                detail::access::set_client_message(diag,
+                                                   "malformed reply from " + config_.to_string() + ": " + ec.message());
                 co_return error::protocol_error;
             }
             if (!value) break;
@@ -599,8 +603,8 @@ asio::awaitable<error_code> connection_impl::read_replies(std::size_t count, res
         auto space = reader_.prepare(4096);
         auto [rec, n] = co_await async_read_some(*transport_, asio::buffer(space.data(), space.size()), use_tuple);
         if (rec) {
-            detail::access::set_client_message(diag, "connection to " + config_.to_string() +
-                                    " closed during the handshake: " + rec.message());
+            detail::access::set_client_message(
+                diag, "connection to " + config_.to_string() + " closed during the handshake: " + rec.message());
             co_return rec;
         }
         reader_.commit(n);

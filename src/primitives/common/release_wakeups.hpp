@@ -40,8 +40,8 @@ private:
                                                       std::shared_ptr<fan_out_state> subscribed);
 
     node_set& nodes_;
-    std::vector<std::string> names_;  // a copy: note_refusals may outlive the node set
-    std::unordered_map<std::string, std::size_t> subscriptions_;                        // channel -> watchers
+    std::vector<std::string> names_;                              // a copy: note_refusals may outlive the node set
+    std::unordered_map<std::string, std::size_t> subscriptions_;  // channel -> watchers
     std::unordered_map<std::string, std::deque<boost::asio::steady_timer*>> watchers_;  // oldest first
     std::unordered_map<std::string, std::vector<std::string>> recent_releases_;         // per channel, to de-duplicate
     std::string refusal_;

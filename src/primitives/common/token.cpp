@@ -1,5 +1,4 @@
 #include "common/hex.hpp"
-
 #include "primitives/common/token.hpp"
 
 #include <array>

@@ -1,6 +1,6 @@
 #include "primitives/mutex/fence_lua.hpp"
-
 #include "primitives/mutex/fencing.hpp"
+
 #include <redlock/fenced_write.hpp>
 #include <redlock/script.hpp>
 

@@ -1,7 +1,7 @@
 // The arithmetic of fencing tokens and how the fenced scripts' replies are read, without a server.
+#include "primitives/mutex/fencing.hpp"
 #include "primitives/mutex/lock_scripts.hpp"
 
-#include "primitives/mutex/fencing.hpp"
 #include <redlock/fenced_write.hpp>
 
 #include <boost/test/unit_test.hpp>
