@@ -1,0 +1,300 @@
+#include "common/fake_node.hpp"
+#include "primitives/mutex/lock_scripts.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <deque>
+#include <map>
+#include <stdexcept>
+
+namespace redlock::test {
+
+namespace asio = boost::asio;
+namespace scripts = redlock::detail::lock_scripts;
+
+const char* to_string(script_kind k) noexcept
+{
+    switch (k) {
+        case script_kind::acquire:
+            return "acquire";
+        case script_kind::acquire_reading_fence:
+            return "acquire_reading_fence";
+        case script_kind::acquire_incrementing_fence:
+            return "acquire_incrementing_fence";
+        case script_kind::commit_fence:
+            return "commit_fence";
+        case script_kind::extend:
+            return "extend";
+        case script_kind::release:
+            return "release";
+        case script_kind::other:
+            return "other";
+    }
+    return "?";
+}
+
+std::vector<exec_record> fake_node_control::received(script_kind kind) const
+{
+    std::vector<exec_record> out;
+    for (auto& r : received())
+        if (r.kind == kind) out.push_back(r);
+    return out;
+}
+
+std::vector<node_config> fake_cluster::configs() const
+{
+    std::vector<node_config> out(nodes.size());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        out[i].host = "fake";
+        out[i].port = static_cast<std::uint16_t>(7000 + i);
+    }
+    return out;
+}
+
+namespace {
+
+script_kind kind_of(const std::string& sha)
+{
+    if (sha == scripts::acquire().sha1()) return script_kind::acquire;
+    if (sha == scripts::acquire_reading_fence().sha1()) return script_kind::acquire_reading_fence;
+    if (sha == scripts::acquire_incrementing_fence().sha1()) return script_kind::acquire_incrementing_fence;
+    if (sha == scripts::commit_fence().sha1()) return script_kind::commit_fence;
+    if (sha == scripts::extend().sha1()) return script_kind::extend;
+    if (sha == scripts::release().sha1()) return script_kind::release;
+    return script_kind::other;
+}
+
+// Completes `h` on its associated executor (the node's executor otherwise), never inline.
+void complete(const asio::any_io_executor& ex, node::completion h, error_code ec)
+{
+    asio::post(ex, asio::append(std::move(h), ec));
+}
+
+struct held_exec {
+    response* resp;
+    node::completion done;
+};
+
+class state final : public fake_node_control {
+public:
+    explicit state(std::size_t i) : index_(i)
+    {
+        on(script_kind::acquire, action::granted());
+        on(script_kind::acquire_reading_fence, action::reply(array({integer(1), bulk("0")})));
+        on(script_kind::acquire_incrementing_fence, action::reply(array({integer(1), bulk("1")})));
+        on(script_kind::commit_fence, action::granted());
+        on(script_kind::extend, action::granted());
+        on(script_kind::release, action::released());
+        on(script_kind::other, action::reply(scalar(resp::type::simple_string, "OK")));
+    }
+
+    // fake_node_control
+    void on(script_kind kind, action a) override { rules_[kind] = {{}, std::move(a)}; }
+    void on_sequence(script_kind kind, std::vector<action> steps, action then) override
+    {
+        rules_[kind] = {std::move(steps), std::move(then)};
+    }
+    void set_policy(exec_policy p) override { policy_ = std::move(p); }
+    void on_connect(action a) override { connect_ = std::move(a); }
+    std::vector<exec_record> received() const override { return received_; }
+    std::size_t connects() const override { return connects_; }
+    std::vector<std::string> subscribed() const override { return subscribed_; }
+    std::size_t held() const override { return held_.size(); }
+    std::size_t held_connects() const override { return held_connects_.size(); }
+    bool deliver_held(resp::value value) override
+    {
+        if (held_.empty()) return false;
+        auto h = std::move(held_.front());
+        held_.pop_front();
+        h.resp->clear();
+        h.resp->push_back(std::move(value));
+        complete(ex_, std::move(h.done), {});
+        return true;
+    }
+    bool fail_held(error_code ec) override
+    {
+        if (held_.empty()) return false;
+        auto h = std::move(held_.front());
+        held_.pop_front();
+        complete(ex_, std::move(h.done), ec);
+        return true;
+    }
+    std::size_t complete_connects(error_code ec) override
+    {
+        auto all = std::move(held_connects_);
+        held_connects_.clear();
+        for (auto& h : all) complete(ex_, std::move(h), ec);
+        return all.size();
+    }
+    bool closed() const override { return closed_; }
+    bool destroyed() const override { return destroyed_; }
+    void publish(std::string_view channel, std::string_view payload) override
+    {
+        if (on_message_) on_message_(channel, payload);
+    }
+
+    // What the node does.
+    std::string name() const { return "redis://fake:" + std::to_string(7000 + index_); }
+
+    void connect(const asio::any_io_executor& ex, node::completion h)
+    {
+        ex_ = ex;
+        ++connects_;
+        if (closed_) return complete(ex, std::move(h), make_error_code(error::closed));
+        switch (connect_.kind) {
+            case action::what::hold:
+                held_connects_.push_back(std::move(h));
+                return;
+            case action::what::fail:
+                return complete(ex, std::move(h), connect_.ec);
+            case action::what::raise:
+                throw std::runtime_error("fake node: async_connect throws");
+            default:
+                return complete(ex, std::move(h), {});
+        }
+    }
+
+    void exec(const asio::any_io_executor& ex, const request& req, response& resp, std::string_view routing_key,
+              node::completion h)
+    {
+        ex_ = ex;
+        exec_record r;
+        r.timeout = req.timeout();
+        r.routing_key = std::string(routing_key);
+        if (!req.script_calls().empty()) {
+            const auto& call = req.script_calls().front();
+            r.kind = kind_of(call.code.sha1());
+            const auto& p = call.params;  // numkeys, keys..., args...
+            const std::size_t numkeys = p.empty() ? 0 : std::stoul(p[0]);
+            for (std::size_t i = 1; i < p.size(); ++i) (i <= numkeys ? r.keys : r.args).push_back(p[i]);
+        }
+        r.index = counts_[r.kind]++;
+        received_.push_back(r);
+        if (closed_) return complete(ex, std::move(h), make_error_code(error::closed));
+
+        const action a = decide(r);
+        switch (a.kind) {
+            case action::what::reply:
+                resp.clear();
+                resp.push_back(a.value);
+                return complete(ex, std::move(h), {});
+            case action::what::fail:
+                return complete(ex, std::move(h), a.ec);
+            case action::what::hold:
+                held_.push_back({&resp, std::move(h)});
+                return;
+            case action::what::silent:
+            case action::what::delay: {
+                auto timer = std::make_shared<asio::steady_timer>(ex);
+                const bool silent = a.kind == action::what::silent;
+                timer->expires_after(silent ? req.timeout() : a.after);
+                auto on_time = [timer, resp_p = &resp, value = a.value, silent, ex,
+                                h = std::move(h)](error_code) mutable {
+                    if (silent) return complete(ex, std::move(h), make_error_code(error::timeout));
+                    resp_p->clear();
+                    resp_p->push_back(std::move(value));
+                    complete(ex, std::move(h), {});
+                };
+                timer->async_wait(std::move(on_time));
+                return;
+            }
+            case action::what::raise:
+                throw std::runtime_error(std::string("fake node: async_exec throws on ") + to_string(r.kind));
+        }
+    }
+
+    void subscribe(const asio::any_io_executor& ex, std::vector<std::string> channels, node::completion h)
+    {
+        for (auto& c : channels) subscribed_.push_back(std::move(c));
+        complete(ex, std::move(h), closed_ ? make_error_code(error::closed) : error_code{});
+    }
+    void set_handler(node::message_handler h) { on_message_ = std::move(h); }
+
+    // Operations in flight fail with error::closed (also when the node is destroyed).
+    void close(bool destroying)
+    {
+        closed_ = true;
+        if (destroying) {
+            destroyed_ = true;
+            on_message_ = nullptr;
+        }
+        while (fail_held(make_error_code(error::closed))) {
+        }
+        complete_connects(make_error_code(error::closed));
+    }
+
+private:
+    action decide(const exec_record& r)
+    {
+        if (policy_) return policy_(r);
+        auto& rule = rules_[r.kind];
+        return r.index < rule.steps.size() ? rule.steps[r.index] : rule.then;
+    }
+
+    struct rule {
+        std::vector<action> steps;
+        action then;
+    };
+    std::size_t index_;
+    asio::any_io_executor ex_;
+    std::map<script_kind, rule> rules_;
+    std::map<script_kind, std::size_t> counts_;
+    exec_policy policy_;
+    action connect_ = action::reply({});
+    std::vector<exec_record> received_;
+    std::size_t connects_ = 0;
+    std::vector<std::string> subscribed_;
+    std::deque<held_exec> held_;
+    std::vector<node::completion> held_connects_;
+    node::message_handler on_message_;
+    bool closed_ = false;
+    bool destroyed_ = false;
+};
+
+class fake_node final : public node {
+public:
+    fake_node(asio::any_io_executor ex, std::shared_ptr<state> s) : ex_(std::move(ex)), s_(std::move(s)) {}
+    ~fake_node() override { s_->close(true); }
+
+    std::string name() const override { return s_->name(); }
+    void async_connect(diagnostics&, completion handler) override { s_->connect(ex_, std::move(handler)); }
+    void async_exec(const request& req, response& resp, std::string_view routing_key, completion handler) override
+    {
+        s_->exec(ex_, req, resp, routing_key, std::move(handler));
+    }
+    void async_subscribe(std::vector<std::string> channels, diagnostics&, completion handler) override
+    {
+        s_->subscribe(ex_, std::move(channels), std::move(handler));
+    }
+    void async_unsubscribe(std::vector<std::string>, completion handler) override
+    {
+        complete(ex_, std::move(handler), {});
+    }
+    void set_message_handler(message_handler handler) override { s_->set_handler(std::move(handler)); }
+    void close() override { s_->close(false); }
+
+private:
+    asio::any_io_executor ex_;
+    std::shared_ptr<state> s_;
+};
+
+}  // namespace
+
+fake_cluster fake_nodes(std::size_t n)
+{
+    fake_cluster out;
+    std::vector<std::shared_ptr<state>> states;
+    for (std::size_t i = 0; i < n; ++i) states.push_back(std::make_shared<state>(i));
+    out.nodes.assign(states.begin(), states.end());
+    auto next = std::make_shared<std::size_t>(0);
+    out.factory = [states, next](const asio::any_io_executor& ex, const node_config&) -> std::unique_ptr<node> {
+        if (*next >= states.size()) throw std::logic_error("fake_nodes: more nodes asked for than made");
+        return std::make_unique<fake_node>(ex, states[(*next)++]);
+    };
+    return out;
+}
+
+}  // namespace redlock::test
