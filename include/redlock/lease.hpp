@@ -55,8 +55,9 @@ public:
     /// Extends the lease on all nodes where it still holds our token (never re-creating a key that expired or
     /// was released: someone else may hold the lock by now), with the ttl counted from the extension's own
     /// start; succeeds on a quorum only. Errors: error::lost (already lost, or the extension completed after the
-    /// validity ended), not_owner (released, or other owners on a quorum: the lease is then lost), no_quorum or
-    /// timeout (too few nodes answered; the lease stays held until its validity ends). `diag.nodes()` tells
+    /// validity ended: an extension waits for the nodes at most until then), not_owner (released, or other
+    /// owners on a quorum: the lease is then lost), no_quorum (too few nodes answered; the lease stays held until
+    /// its validity ends). `diag.nodes()` tells
     /// what each node said.
     /// Signature: void(error_code). Cancellation: terminal (the extension requests are still sent).
     template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
