@@ -5,6 +5,8 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
+
 namespace redlock::detail {
 
 namespace asio = boost::asio;
@@ -115,6 +117,17 @@ void node_set::send_to_all(request req, std::string routing_key)
 {
     start(
         std::move(req), std::move(routing_key), exec_request, [](error_code, const response&) { return vote::yes; },
+        nodes_.size());
+}
+
+void node_set::send_to(const std::vector<std::size_t>& which, request req, std::string routing_key)
+{
+    auto chosen = [which](node& n, fan_out_state& s, std::size_t i, node::completion done) {
+        if (std::find(which.begin(), which.end(), i) != which.end()) return exec_request(n, s, i, std::move(done));
+        std::move(done)(error_code{});  // not sent: completes on the strand, where this runs
+    };
+    start(
+        std::move(req), std::move(routing_key), chosen, [](error_code, const response&) { return vote::yes; },
         nodes_.size());
 }
 

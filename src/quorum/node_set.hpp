@@ -88,6 +88,8 @@ public:
 
     /// Sends `req` to every node and forgets it (the releases after a failed or cancelled attempt).
     void send_to_all(request req, std::string routing_key);
+    /// Sends `req` to the nodes `which` only, and forgets it.
+    void send_to(const std::vector<std::size_t>& which, request req, std::string routing_key);
 
     void close();
 

@@ -19,6 +19,12 @@ struct lease_protocol {
     classify_fn extended;     ///< yes: prolonged; no: not ours there
     request release;          ///< ends the lease where it holds our token
     classify_fn released;     ///< yes: ended, or nothing of ours left; no: another owner holds it
+    /// Optional repair, after an extension that reached a quorum: sent only to the nodes whose answer
+    /// `needs_repair` (they lost our keys and nobody else holds them: a restart without persistence, a key
+    /// that lapsed while the node was slow). While a quorum holds the lease nobody else can hold it, so taking
+    /// the keys back there is safe, and it keeps a long lease from dying of one node restart after another.
+    request repair;
+    bool (*needs_repair)(const response& reply) = nullptr;
 };
 
 /// How long a lease lives and how the watchdog keeps it.

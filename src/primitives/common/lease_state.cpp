@@ -96,6 +96,8 @@ asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state
         if (until > self->valid_until()) self->set_valid_until(until);
         self->last_extension_failed_ = false;
         self->keeper_timer_.cancel();  // reschedule from the new grant
+        if (self->protocol_.needs_repair)
+            asio::co_spawn(self->strand(), repair(self, std::move(result)), [](std::exception_ptr) {});
         co_return error_code{};
     }
     self->last_extension_failed_ = true;
@@ -109,6 +111,21 @@ asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state
                                : "an extension found other owners: " + self->last_extension_failure_);
     }
     co_return outcome.ec;
+}
+
+asio::awaitable<void> lease_state::repair(std::shared_ptr<lease_state> self, std::shared_ptr<fan_out_state> extension)
+{
+    // The extension was decided at the quorum; the nodes that lost our keys may answer later.
+    extension = co_await node_set::outcome(std::move(extension), until::all_answered, self->valid_until());
+    if (self->status_ != status::held) co_return;  // released or lost meanwhile: take nothing back
+    std::vector<std::size_t> lost;
+    for (std::size_t i = 0; i < extension->replies.size(); ++i) {
+        if (extension->answered(i) && extension->votes[i] == vote::no &&
+            self->protocol_.needs_repair(extension->replies[i]))
+            lost.push_back(i);
+    }
+    // Sent on the strand while held, so on each node's connection it runs before any later release.
+    if (!lost.empty()) self->client_->nodes().send_to(lost, self->protocol_.repair, self->protocol_.routing_key);
 }
 
 asio::awaitable<std::tuple<error_code>> lease_state::extend(std::shared_ptr<lease_state> self, diagnostics* diag)

@@ -52,6 +52,9 @@ private:
     static boost::asio::awaitable<void> keep(std::shared_ptr<lease_state> self);
     static boost::asio::awaitable<error_code> extend_once(std::shared_ptr<lease_state> self, diagnostics* diag);
     void declare_lost(std::string why);
+    // After a successful extension: takes the keys back on the nodes that lost them.
+    static boost::asio::awaitable<void> repair(std::shared_ptr<lease_state> self,
+                                               std::shared_ptr<fan_out_state> extension);
     // Marks the lease released and stops the keeper and the loss waiters; false if it was released already.
     bool stop_holding();
     void finish_waiters(error_code ec);

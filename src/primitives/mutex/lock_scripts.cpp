@@ -96,9 +96,16 @@ return 1
 const script& extend()
 {
     static const script s(R"lua(
+local missing = false
 for i = 1, #KEYS do
-  if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
+  local owner = redis.call('GET', KEYS[i])
+  if owner == false then
+    missing = true
+  elseif owner ~= ARGV[1] then
+    return -1
+  end
 end
+if missing then return 0 end
 for i = 1, #KEYS do
   redis.call('PEXPIRE', KEYS[i], ARGV[2])
 end
@@ -232,6 +239,11 @@ vote classify_extend(error_code ec, const response& resp)
     auto n = script_result(ec, resp);
     if (!n) return vote::error;
     return *n == 1 ? vote::yes : vote::no;
+}
+
+bool lost_key(const response& resp)
+{
+    return script_result({}, resp) == 0;
 }
 
 vote classify_release(error_code ec, const response& resp)

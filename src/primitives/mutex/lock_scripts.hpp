@@ -38,7 +38,9 @@ const script& acquire_incrementing_fence();
 const script& commit_fence();
 
 /// KEYS: the lock keys; ARGV: token, ttl in ms. Prolongs the keys only if every one still holds the token:
-/// an extension delayed past a release or a loss must never re-create a key nobody owns. Returns 1, or 0.
+/// an extension delayed past a release or a loss must never re-create a key nobody owns. Returns 1; 0 when
+/// a key is missing (the node restarted empty, or the key lapsed) and none is held by another token; -1
+/// when another token holds one.
 const script& extend();
 
 /// KEYS: the lock keys; ARGV: token, release id, then the release channel of each key. Deletes the keys that
@@ -71,6 +73,8 @@ vote classify_acquire(error_code ec, const response& resp);
 std::optional<std::uint64_t> granted_fence(const response& resp);
 vote classify_commit(error_code ec, const response& resp);
 vote classify_extend(error_code ec, const response& resp);
+/// From a refused extension: the node lost our keys, and no other owner holds them (extend() returned 0).
+bool lost_key(const response& resp);
 vote classify_release(error_code ec, const response& resp);
 
 /// From a refused acquire: how long the holder's key lives on that node.

@@ -81,6 +81,8 @@ struct lock_call {
         p.extended = lock_scripts::classify_extend;
         p.release = lock_scripts::release_request(keys, token, token + ":0", options.node_timeout);
         p.released = lock_scripts::classify_release;
+        p.repair = lock_scripts::acquire_request(keys, token, options.ttl, options.node_timeout);
+        p.needs_repair = lock_scripts::lost_key;
         return p;
     }
 };
