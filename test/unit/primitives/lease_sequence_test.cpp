@@ -547,3 +547,33 @@ BOOST_DATA_TEST_CASE(each_release_carries_its_own_release_id, bdata::make(sizes)
 }
 
 }  // namespace
+
+// The repair step: after an extension reached a quorum, the acquire script goes to exactly the nodes that
+// answered "our key is missing and nobody else's" (0), never to a node another owner holds (-1), and never
+// once the lease was released. Catches a repair sent to every node (it would overwrite nothing but costs a
+// write everywhere), to a node held by another owner, or sent after the release (a key nobody owns).
+BOOST_AUTO_TEST_CASE(a_quorum_extension_repairs_only_the_nodes_that_lost_the_key)
+{
+    rig r(5);
+    r.fakes[3].on(script_kind::extend, action::not_ours());          // lost the key (restart, lapse)
+    r.fakes[4].on(script_kind::extend, action::reply(integer(-1)));  // another owner holds it
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        diagnostics diag;
+        auto [ec, l] = co_await try_lock(r, opts(), diag);
+        BOOST_REQUIRE(!ec);
+        auto [eec] = co_await l.async_extend(use);
+        BOOST_TEST(!eec);
+        std::function<bool()> repaired = [&r] { return r.fakes[3].received(script_kind::acquire).size() == 2u; };
+        BOOST_TEST(co_await eventually(repaired));
+        co_await sleep_for(20ms);
+        for (std::size_t i : {0u, 1u, 2u, 4u}) BOOST_TEST(r.fakes[i].received(script_kind::acquire).size() == 1u);
+        const auto repair = r.fakes[3].received(script_kind::acquire).back();
+        BOOST_TEST(repair.args.at(0) == l.token());
+
+        // Released: a later extension answer changes nothing, and nothing is repaired any more.
+        auto [rec] = co_await l.async_release(use);
+        BOOST_TEST(!rec);
+        co_await sleep_for(20ms);
+        BOOST_TEST(r.fakes[3].received(script_kind::acquire).size() == 2u);
+    });
+}
