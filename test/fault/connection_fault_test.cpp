@@ -9,6 +9,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <common/fault_proxy.hpp>
+#include <common/lock_checks.hpp>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
 #include <common/scripted_server.hpp>
@@ -135,7 +136,9 @@ BOOST_AUTO_TEST_CASE(malformed_bytes_close_that_connection_only)
     redlock::test::scripted_server bad([](std::string_view bytes) -> std::string {
         auto args = redlock::test::scripted_server::arguments(bytes);
         if (args.at(0) == "HELLO") return "%1\r\n+server\r\n+redis\r\n";
-        return "$5\r\nab";  // a bulk that lies about its length, then garbage
+        // A bulk that lies about its length: "ab" is not followed by CRLF. Malformed on its own, whatever
+        // comes next or whether anything does: the parser must say so at once, not wait for more bytes.
+        return "$2\r\nabcd\r\n";
     });
     asio::io_context ctx;
     redlock::connection bad_conn(ctx.get_executor(), quick(bad.url()));
@@ -143,17 +146,33 @@ BOOST_AUTO_TEST_CASE(malformed_bytes_close_that_connection_only)
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         co_await bad_conn.async_connect(asio::use_awaitable);
         co_await good_conn.async_connect(asio::use_awaitable);
+        // A request in flight on the good connection while the bad one breaks.
+        auto slow = std::make_shared<request>();
+        slow->push("BLPOP", "nothing-here", "0.2");
+        std::optional<error_code> slow_result;
+        good_conn.async_exec(*slow, [&, slow](error_code ec) { slow_result = ec; });
         auto r1 = echo("one", 2000ms);
         auto r2 = echo("two", 2000ms);
         std::optional<error_code> second;
         bad_conn.async_exec(r2, [&](error_code ec) { second = ec; });
+        const auto start = steady::now();
         auto [ec] = co_await bad_conn.async_exec(r1, use_tuple);
-        // "ab" + the next reply's bytes cannot end in CRLF at the declared length.
-        BOOST_TEST((ec == error::protocol_error || ec == error::timeout), ec.message());
+        // Not the 2 s request deadline: the bytes are wrong as soon as they arrive.
+        BOOST_TEST(ec == error::protocol_error, ec.message());
+        BOOST_TEST((steady::now() - start < 1000ms));
+        for (int i = 0; i < 100 && !second; ++i) co_await redlock::test::sleep_for(2ms);
+        BOOST_REQUIRE(second.has_value());
+        BOOST_TEST(*second == error::protocol_error, second->message());
+        BOOST_TEST(bad_conn.get_usage().disconnects >= 1u);
+
         auto r3 = echo("unaffected");
         response out;
         co_await good_conn.async_exec(r3, out, asio::use_awaitable);
         BOOST_TEST(out.at(0).text == "unaffected");
+        for (int i = 0; i < 500 && !slow_result; ++i) co_await redlock::test::sleep_for(2ms);
+        BOOST_REQUIRE(slow_result.has_value());
+        BOOST_TEST(!*slow_result, slow_result->message());
+        BOOST_TEST(good_conn.get_usage().disconnects == 0u);
         bad_conn.close();
         good_conn.close();
     });

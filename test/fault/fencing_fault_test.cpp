@@ -355,14 +355,18 @@ BOOST_AUTO_TEST_CASE(fenced_writes_never_accept_a_stale_holder_under_clock_skew)
     // A: no watchdog, so A's only idea of its lease is its local validity (~2 s).
     const redlock::lock_options options{.ttl = 2000ms, .wait = 5000ms, .node_timeout = 500ms, .fencing = true};
     constexpr int rounds = 8;
+    // A round counts only if its precondition held: both leases valid at once. On a slow machine (TSan) A's
+    // validity is sometimes over by the time B is granted; such a round is run again, a bounded number of times.
+    constexpr int max_repeats = 8;
 
     int both_valid = 0;
+    int repeated = 0;
     std::vector<std::uint64_t> accepted;  // as the writers saw it
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         co_await res.async_connect(asio::use_awaitable);
         redlock::mutex ma(a, key, options);
         redlock::mutex mb(b, key, options);
-        for (int round = 0; round < rounds; ++round) {
+        for (int round = 0; round < rounds;) {
             redlock::diagnostics diag;
             auto [ea, la] = co_await ma.async_lock(diag, use_tuple);
             BOOST_REQUIRE_MESSAGE(!ea, "round " << round << ", A: " << ea.message() << ": " << diag.message());
@@ -382,16 +386,24 @@ BOOST_AUTO_TEST_CASE(fenced_writes_never_accept_a_stale_holder_under_clock_skew)
             const auto a_left = la.validity();
             const auto b_left = lb.validity();
             const bool both = a_left > 0ms && b_left > 0ms && !la.lost() && !lb.lost();
-            if (both) ++both_valid;
             const auto ta = la.fencing_token();
             const auto tb = lb.fencing_token();
             std::ostringstream line;
             line << "round " << round << ": A token " << ta << ", B token " << tb << " " << count_ms(gap)
                  << " ms later; validity left A " << a_left.count() << " ms, B " << b_left.count() << " ms";
             BOOST_TEST_MESSAGE(line.str());
-            BOOST_TEST(both, "round " << round << ": mutual exclusion should have broken (A " << a_left.count()
-                                      << " ms, B " << b_left.count() << " ms)");
             BOOST_TEST(tb > ta, "round " << round << ": B's token " << tb << " is not above A's " << ta);
+            if (!both) {
+                // The precondition did not hold (mutual exclusion did not break): nothing to test; run it again.
+                BOOST_TEST_MESSAGE("round " << round << ": A's and B's validities did not overlap; repeating it");
+                co_await la.async_release(use_tuple);
+                co_await lb.async_release(use_tuple);
+                BOOST_REQUIRE_MESSAGE(++repeated <= max_repeats, "mutual exclusion did not break in "
+                                                                     << repeated << " rounds; the test needs " << rounds
+                                                                     << " where it does");
+                continue;
+            }
+            ++both_valid;
 
             const std::string a_value = "A" + std::to_string(round);
             const std::string b_value = "B" + std::to_string(round);
@@ -427,11 +439,12 @@ BOOST_AUTO_TEST_CASE(fenced_writes_never_accept_a_stale_holder_under_clock_skew)
             auto [rb_ec] = co_await lb.async_release(use_tuple);
             BOOST_TEST_MESSAGE("round " << round << ": A's release: " << (ra_ec ? ra_ec.message() : "ok")
                                         << "; B's release: " << (rb_ec ? rb_ec.message() : "ok"));
+            ++round;
         }
     });
     const auto log = accepted_log(resource);
-    BOOST_TEST_MESSAGE("mutual exclusion broke in " << both_valid << " of " << rounds
-                                                    << " rounds; tokens the resource accepted: " << joined(log));
+    BOOST_TEST_MESSAGE("mutual exclusion broke in " << both_valid << " rounds (" << repeated
+                                                    << " repeated); tokens the resource accepted: " << joined(log));
     BOOST_TEST(both_valid == rounds);
     check_never_decreases(log);
     BOOST_TEST((log == accepted), "resource log: " << joined(log) << "; writers saw: " << joined(accepted));

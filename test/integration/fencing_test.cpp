@@ -165,17 +165,29 @@ BOOST_DATA_TEST_CASE(a_multi_key_token_is_above_the_tokens_of_each_key, data::ma
 BOOST_AUTO_TEST_CASE(counters_above_the_grants_push_the_token_up)
 {
     // A node's counter may be ahead of the others (a commit that reached it alone): the token goes above it.
+    // Node 2 is held by another owner, so the quorum is nodes 0 and 1 and node 1's grant (counter 41) is part
+    // of every decision: phase 1 must take its counter into account.
     cluster nodes(3);
-    nodes[1].cli({"SET", redlock::fence_counter_key("ahead"), "41"});
+    const auto counter = redlock::fence_counter_key("ahead");
+    nodes[1].cli({"SET", counter, "41"});
+    nodes[2].cli({"SET", "ahead", "other-owner", "PX", "60000"});
     asio::io_context ctx;
     redlock::client client(ctx.get_executor(), configs(nodes));
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         co_await client.async_connect(asio::use_awaitable);
         redlock::mutex m(client, "ahead", {.ttl = 5000ms, .node_timeout = 500ms, .fencing = true});
         auto held = co_await m.async_lock(asio::use_awaitable);
-        // Node 1 granted (all three did) or did not (then the commit there fails, and a quorum remains).
-        BOOST_TEST((held.fencing_token() == 42u || held.fencing_token() == 1u));
+        BOOST_TEST(held.fencing_token() == 42u);
+        // The commit moved the quorum's counters to the token; node 2 (not granted) kept its own.
+        BOOST_TEST(nodes[0].cli({"GET", counter}) == "42");
+        BOOST_TEST(nodes[1].cli({"GET", counter}) == "42");
+        BOOST_TEST(nodes[2].cli({"EXISTS", counter}) == "0");
         co_await held.async_release(asio::use_awaitable);
+        // The next holder goes above it.
+        nodes[2].cli({"DEL", "ahead"});
+        auto next = co_await m.async_lock(asio::use_awaitable);
+        BOOST_TEST(next.fencing_token() == 43u);
+        co_await next.async_release(asio::use_awaitable);
     });
 }
 

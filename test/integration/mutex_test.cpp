@@ -4,15 +4,19 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <common/fault_proxy.hpp>
 #include <common/lock_checks.hpp>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <sstream>
 
 namespace asio = boost::asio;
 namespace data = boost::unit_test::data;
@@ -205,6 +209,67 @@ BOOST_AUTO_TEST_CASE(with_lock_releases_on_return_exception_and_loss)
     });
 }
 
+// The lease is lost while the body runs: another owner's value replaces ours on a quorum, so the watchdog's
+// next extension (every ttl / 3 = 1 s) finds other owners. The body must be cancelled at that extension, not
+// when the validity runs out (2 s or more after the overwrite) nor when the body ends (20 s), with_lock must
+// throw error::lost, and our token must be gone from the node that still had it (released, not left to the
+// TTL) while the other owner's keys stay.
+BOOST_AUTO_TEST_CASE(with_lock_cancels_the_body_and_throws_lost_when_the_lease_is_lost)
+{
+    cluster nodes(3);
+    asio::io_context ctx;
+    redlock::client client(ctx.get_executor(), configs(nodes));
+    redlock::mutex m(client, "guarded", {.ttl = 3000ms, .node_timeout = 500ms});
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await client.async_connect(asio::use_awaitable);
+        std::string token;
+        std::optional<steady::time_point> overwritten, body_cancelled;
+        bool body_finished = false;
+        std::optional<error_code> thrown;
+        try {
+            co_await redlock::with_lock(m, [&](const redlock::lease& l) -> asio::awaitable<void> {
+                token = l.token();
+                const std::string key = "guarded";
+                BOOST_TEST(co_await soon_holding(nodes, key, l.token(), 3));
+                co_await sleep_for(200ms);
+                for (std::size_t i : {1u, 2u}) nodes[i].cli({"SET", "guarded", "intruder", "PX", "60000"});
+                overwritten = steady::now();
+                asio::steady_timer long_work(co_await asio::this_coro::executor, 20s);
+                try {
+                    co_await long_work.async_wait(asio::use_awaitable);
+                } catch (const boost::system::system_error&) {
+                    body_cancelled = steady::now();
+                    throw;
+                }
+                body_finished = true;
+            });
+        } catch (const boost::system::system_error& e) {
+            thrown = e.code();
+        }
+        const auto returned = steady::now();
+        BOOST_REQUIRE(overwritten.has_value());
+        BOOST_REQUIRE_MESSAGE(thrown.has_value(), "with_lock returned normally after the lease was lost");
+        BOOST_TEST(*thrown == error::lost, thrown->message());
+        BOOST_TEST(!body_finished);
+        BOOST_REQUIRE_MESSAGE(body_cancelled.has_value(), "the body was not cancelled");
+        const auto detected = std::chrono::duration_cast<std::chrono::milliseconds>(*body_cancelled - *overwritten);
+        BOOST_TEST_MESSAGE("body cancelled " << detected.count() << " ms after the overwrite");
+        // One watchdog interval (1 s) and a round trip; a loss found only when the validity ends comes >= 2 s late.
+        BOOST_TEST((detected < 1600ms), detected.count() << " ms");
+        BOOST_TEST((returned - *body_cancelled < 500ms));
+        // Released at once on the node that still held our token (the TTL alone would keep it ~3 s more).
+        co_await sleep_for(200ms);
+        BOOST_TEST(nodes_holding(nodes, "guarded", token) == 0u);
+        for (std::size_t i : {1u, 2u})
+            BOOST_TEST(nodes[i].cli({"GET", "guarded"}) == "intruder");  // not ours to delete
+        // Once the other owner is gone, the lock is free.
+        for (std::size_t i : {1u, 2u}) nodes[i].cli({"DEL", "guarded"});
+        auto [ec, again] = co_await m.async_try_lock(use_tuple);
+        BOOST_TEST(!ec, ec.message());
+        if (again) co_await again.async_release(asio::use_awaitable);
+    });
+}
+
 BOOST_AUTO_TEST_CASE(cancelling_a_pending_acquire_is_prompt_and_cleans_up)
 {
     cluster nodes(3);
@@ -227,6 +292,51 @@ BOOST_AUTO_TEST_CASE(cancelling_a_pending_acquire_is_prompt_and_cleans_up)
         BOOST_TEST(*result == asio::error::operation_aborted);
         BOOST_TEST((steady::now() - start < 100ms));
         co_await held.async_release(asio::use_awaitable);
+    });
+}
+
+// Cancelled while its attempt is undecided: node 0 refuses (another owner), node 1 granted at once, node 2
+// answers only after 2 x 800 ms (a delaying proxy). The cancelled call must release its token on every node:
+// node 1 now, node 2 once its late grant lands (the release queues behind the acquire on that connection).
+BOOST_AUTO_TEST_CASE(a_cancelled_acquire_that_granted_on_some_nodes_releases_them)
+{
+    cluster nodes(3);
+    redlock::test::fault_proxy slow(nodes[2].port());
+    auto cfg = configs(nodes);
+    cfg[2] = redlock::test::fast_reconnecting(slow.url());
+    asio::io_context ctx;
+    redlock::client client(ctx.get_executor(), cfg);
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await client.async_connect(asio::use_awaitable);
+        nodes[0].cli({"SET", "contended", "other-owner", "PX", "60000"});
+        slow.set_mode(redlock::test::fault_proxy::mode::delay, 800ms);
+        redlock::mutex waiter(client, "contended",
+                              {.ttl = 20'000ms, .wait = redlock::lock_options::wait_forever, .node_timeout = 5000ms});
+        asio::cancellation_signal cancel;
+        std::optional<error_code> result;
+        waiter.async_lock(
+            asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, redlock::lease) { result = ec; }));
+        co_await sleep_for(300ms);
+        BOOST_REQUIRE(!result.has_value());
+        // The precondition: the attempt granted on node 1 and is still waiting for node 2.
+        const auto token = nodes[1].cli({"GET", "contended"});
+        BOOST_REQUIRE_MESSAGE(token.size() == 32u, "node 1 did not grant the pending attempt: '" << token << "'");
+        BOOST_REQUIRE(nodes[2].cli({"EXISTS", "contended"}) == "0");
+        const auto start = steady::now();
+        cancel.emit(asio::cancellation_type::terminal);
+        for (int i = 0; i < 100 && !result; ++i) co_await sleep_for(2ms);
+        BOOST_REQUIRE(result.has_value());
+        BOOST_TEST(*result == asio::error::operation_aborted);
+        BOOST_TEST((steady::now() - start < 100ms));
+        // Node 1 at once; node 2 after its delayed grant and the release behind it (~2 x 800 ms).
+        const std::string key = "contended";
+        BOOST_TEST(co_await soon_holding(nodes, key, token, 0));
+        BOOST_TEST(nodes[1].cli({"EXISTS", "contended"}) == "0");
+        BOOST_TEST(nodes[0].cli({"GET", "contended"}) == "other-owner");
+        // And nothing re-creates it later (the delayed grant landed before the release).
+        co_await sleep_for(1000ms);
+        BOOST_TEST(nodes_holding(nodes, "contended", token) == 0u);
+        slow.set_mode(redlock::test::fault_proxy::mode::pass);
     });
 }
 
@@ -290,4 +400,246 @@ BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiting_client_at_once)
         BOOST_TEST((handoff < 2000ms));
         co_await got.async_release(asio::use_awaitable);
     });
+}
+
+namespace {
+
+// The ids of the connections subscribed to something on `node` (CLIENT LIST: sub=N with N > 0).
+std::vector<std::string> subscribed_clients(const redlock::test::redis_node& node)
+{
+    std::vector<std::string> ids;
+    std::istringstream lines(node.cli({"CLIENT", "LIST"}));
+    for (std::string line; std::getline(lines, line);) {
+        const auto sub = line.find(" sub=");
+        if (sub == std::string::npos || line.compare(sub + 5, 2, "0 ") == 0) continue;
+        const auto id = line.find("id=");
+        if (id == std::string::npos) continue;
+        ids.push_back(line.substr(id + 3, line.find(' ', id) - id - 3));
+    }
+    return ids;
+}
+
+// How many connections listen to the release channel of `key` on `node`.
+std::string release_listeners(const redlock::test::redis_node& node, const std::string& key)
+{
+    std::istringstream reply(node.cli({"PUBSUB", "NUMSUB", redlock::release_channel(key)}));
+    std::string channel, count;
+    std::getline(reply, channel);
+    std::getline(reply, count);
+    return count;
+}
+
+// Until every running node has exactly one listener on the release channel of `key` (at most 5 s).
+asio::awaitable<bool> all_listening(const cluster& nodes, const std::string& key)
+{
+    const auto deadline = steady::now() + 5s;
+    for (;;) {
+        bool all = true;
+        for (std::size_t i = 0; i < nodes.size(); ++i) all = all && release_listeners(nodes[i], key) == "1";
+        if (all) co_return true;
+        if (steady::now() >= deadline) co_return false;
+        co_await sleep_for(20ms);
+    }
+}
+
+// A holder with a 60 s TTL and a waiter that would sleep 10 s between attempts: once the waiter was refused
+// and subscribed, `meanwhile` runs (the test's disturbance), then the holder releases. Only the release
+// message can explain a handoff within a round trip or so. Returns how long the handoff took.
+template <class Meanwhile>
+asio::awaitable<std::chrono::microseconds> handoff_after(redlock::client& a, redlock::client& b, const cluster& nodes,
+                                                         const std::string& key, Meanwhile meanwhile)
+{
+    co_await a.async_connect(asio::use_awaitable);
+    co_await b.async_connect(asio::use_awaitable);
+    redlock::mutex holder(a, key, {.ttl = 60'000ms, .node_timeout = 500ms});
+    redlock::mutex waiter(
+        b, key,
+        {.ttl = 60'000ms, .wait = 50'000ms, .node_timeout = 500ms, .retry_delay = 10'000ms, .retry_jitter = 0ms});
+    auto held = co_await holder.async_lock(asio::use_awaitable);
+    std::optional<steady::time_point> acquired;
+    redlock::lease got;
+    waiter.async_lock([&](error_code ec, redlock::lease l) {
+        BOOST_TEST(!ec, ec.message());
+        acquired = steady::now();
+        got = std::move(l);
+    });
+    BOOST_TEST(co_await all_listening(nodes, key));  // the waiter was refused and subscribed
+    const auto waiting_since = steady::now();
+    co_await meanwhile();
+    BOOST_REQUIRE(!acquired.has_value());
+    // Nothing has told the waiter yet: its next retry is ~10 s after its first attempt.
+    BOOST_REQUIRE_MESSAGE((steady::now() - waiting_since < 7s), "the disturbance took too long for the test to tell");
+    const auto released = steady::now();
+    auto [release_ec] = co_await held.async_release(use_tuple);
+    BOOST_TEST(!release_ec, release_ec.message());
+    for (int i = 0; i < 2000 && !acquired; ++i) co_await sleep_for(5ms);
+    BOOST_REQUIRE(acquired.has_value());
+    const auto handoff = std::chrono::duration_cast<std::chrono::microseconds>(*acquired - released);
+    BOOST_TEST_MESSAGE("handoff after release: " << handoff.count() << " us");
+    co_await got.async_release(asio::use_awaitable);
+    co_return handoff;
+}
+
+std::vector<redlock::node_config> quick_health_checks(const cluster& nodes)
+{
+    auto out = configs(nodes);
+    for (auto& c : out) {
+        c.health_check_interval = 100ms;
+        c.health_check_timeout = 300ms;
+    }
+    return out;
+}
+
+}  // namespace
+
+// The waiter waits five health-check timeouts before the release: its subscribed connections must stay up
+// (answering the health check) and still deliver the release message.
+BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiter_that_waited_past_the_health_check_timeout)
+{
+    cluster nodes(3);
+    asio::io_context ctx;
+    redlock::client a(ctx.get_executor(), quick_health_checks(nodes));
+    redlock::client b(ctx.get_executor(), quick_health_checks(nodes));
+    const std::string key = "handoff";
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        std::vector<std::vector<std::string>> before;
+        auto wait = [&]() -> asio::awaitable<void> {
+            for (std::size_t i = 0; i < nodes.size(); ++i) before.push_back(subscribed_clients(nodes[i]));
+            co_await sleep_for(1500ms);
+            for (std::size_t i = 0; i < nodes.size(); ++i) {
+                BOOST_TEST(before[i].size() == 1u);
+                BOOST_TEST(subscribed_clients(nodes[i]) == before[i],
+                           "node " << i << ": the subscribed connection changed");
+            }
+        };
+        const auto handoff = co_await handoff_after(a, b, nodes, key, wait);
+        BOOST_TEST((handoff < 100ms), handoff.count() << " us");
+    });
+}
+
+// The subscribed connections are killed on every node while the waiter waits: they reconnect and subscribe
+// again, and the release still wakes the waiter.
+BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiter_whose_subscriptions_were_killed)
+{
+    cluster nodes(3);
+    asio::io_context ctx;
+    redlock::client a(ctx.get_executor(), configs(nodes));
+    redlock::client b(ctx.get_executor(), configs(nodes));
+    const std::string key = "handoff";
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        auto kill = [&]() -> asio::awaitable<void> {
+            for (std::size_t i = 0; i < nodes.size(); ++i) {
+                const auto ids = subscribed_clients(nodes[i]);
+                BOOST_REQUIRE(ids.size() == 1u);
+                BOOST_TEST(nodes[i].cli({"CLIENT", "KILL", "ID", ids[0]}) == "1");
+            }
+            co_await sleep_for(100ms);
+            BOOST_TEST(co_await all_listening(nodes, key), "the subscriptions were not restored");
+        };
+        const auto handoff = co_await handoff_after(a, b, nodes, key, kill);
+        BOOST_TEST((handoff < 100ms), handoff.count() << " us");
+    });
+}
+
+// Every node restarts (one at a time; the keys persist) while the waiter waits: the waiter's connections
+// reconnect and subscribe again, and the release still wakes it within a round trip.
+BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiter_across_node_restarts)
+{
+    redlock::test::node_options persistent;
+    persistent.persistence = true;
+    cluster nodes(3, persistent);
+    asio::io_context ctx;
+    redlock::client a(ctx.get_executor(), configs(nodes));
+    redlock::client b(ctx.get_executor(), configs(nodes));
+    const std::string key = "handoff";
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        auto restart = [&]() -> asio::awaitable<void> {
+            for (std::size_t i = 0; i < nodes.size(); ++i) {
+                nodes[i].restart();
+                BOOST_TEST(co_await all_listening(nodes, key), "node " << i << ": not subscribed again");
+            }
+            BOOST_TEST(nodes[0].cli({"EXISTS", "handoff"}) == "1");  // the holder's key survived
+        };
+        const auto handoff = co_await handoff_after(a, b, nodes, key, restart);
+        BOOST_TEST((handoff < 100ms), handoff.count() << " us");
+    });
+}
+
+// An ACL user with key and command rights but no channel rights (Redis 7's default resetchannels) on every
+// node: each waiter's SUBSCRIBE is refused, so waiters fall back to timed retries. Several clients contend on
+// one key: every lock succeeds, the increments made under it are exact, no release fails, and no connection
+// broke (a refused SUBSCRIBE that shifted the replies would make requests read others' replies, or break the
+// connection with a protocol error).
+BOOST_AUTO_TEST_CASE(contention_without_channel_rights_stays_exact_and_every_lock_succeeds)
+{
+    cluster nodes(3);
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+        BOOST_REQUIRE(nodes[i].cli({"ACL", "SETUSER", "locker", "on", ">pw", "~*", "+@all", "resetchannels"}) == "OK");
+    std::vector<redlock::node_config> as_locker;
+    for (auto c : configs(nodes)) {
+        c.username = "locker";
+        c.password = "pw";
+        as_locker.push_back(c);
+    }
+    auto connections_received = [&](std::size_t i) {
+        const auto info = nodes[i].cli({"INFO", "stats"});
+        const auto at = info.find("total_connections_received:");
+        return std::stol(info.substr(at + std::string("total_connections_received:").size()));
+    };
+    asio::io_context ctx;
+    std::vector<std::unique_ptr<redlock::client>> clients;
+    for (std::size_t i = 0; i < 4; ++i)
+        clients.push_back(std::make_unique<redlock::client>(ctx.get_executor(), redlock::test::rotated(as_locker, i)));
+    constexpr int per_worker = 12;
+    constexpr int workers_per_client = 2;
+    const int workers = static_cast<int>(clients.size()) * workers_per_client;
+    long counter = 0;
+    int inside = 0, overlaps = 0, finished = 0;
+    std::vector<std::string> failures;
+    long waited = 0;  // locks that had to wait for another holder
+    std::vector<long> connections_before;
+
+    auto worker = [&](redlock::client& c) -> asio::awaitable<void> {
+        redlock::mutex m(
+            c, "shared",
+            {.ttl = 2000ms, .wait = 20'000ms, .node_timeout = 200ms, .retry_delay = 20ms, .retry_jitter = 10ms});
+        for (int k = 0; k < per_worker; ++k) {
+            redlock::diagnostics diag;
+            const auto start = steady::now();
+            auto [ec, held] = co_await m.async_lock(diag, use_tuple);
+            if (ec) {
+                failures.push_back("lock: " + ec.message() + ": " + std::string(diag.message()));
+                continue;
+            }
+            if (steady::now() - start > 10ms) ++waited;
+            if (inside++ != 0) ++overlaps;
+            const long value = counter;
+            co_await sleep_for(2ms);
+            counter = value + 1;
+            --inside;
+            auto [rec] = co_await held.async_release(diag, use_tuple);
+            if (rec) failures.push_back("release: " + rec.message() + ": " + std::string(diag.message()));
+        }
+        ++finished;
+    };
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        for (auto& c : clients) co_await c->async_connect(asio::use_awaitable);
+        for (std::size_t i = 0; i < nodes.size(); ++i) connections_before.push_back(connections_received(i));
+        for (auto& c : clients)
+            for (int w = 0; w < workers_per_client; ++w) asio::co_spawn(ctx, worker(*c), asio::detached);
+        const auto deadline = steady::now() + 40s;
+        while (finished < workers && steady::now() < deadline) co_await sleep_for(20ms);
+    });
+    BOOST_REQUIRE_MESSAGE(finished == workers, finished << " of " << workers << " workers finished");
+    BOOST_TEST_MESSAGE(counter << " increments, " << waited << " locks waited for another holder");
+    std::string all_failures;
+    for (const auto& f : failures) all_failures += f + "; ";
+    BOOST_TEST(failures.empty(), all_failures);
+    BOOST_TEST(overlaps == 0);
+    BOOST_TEST(counter == static_cast<long>(workers * per_worker));
+    BOOST_TEST(waited > 0);  // there was contention, so waiters did subscribe (and were refused)
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+        // + 1: this INFO's own redis-cli connection.
+        BOOST_TEST(connections_received(i) == connections_before[i] + 1, "node " << i << ": a connection was re-made");
+    for (std::size_t i = 0; i < nodes.size(); ++i) BOOST_TEST(nodes[i].cli({"EXISTS", "shared"}) == "0");
 }
