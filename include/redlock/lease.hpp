@@ -52,13 +52,13 @@ public:
     /// True once the lease ran out without a successful extension, or an extension found another owner.
     bool lost() const noexcept;
 
-    /// Extends the lease on all nodes where it still holds our token (never re-creating a key that expired or
-    /// was released: someone else may hold the lock by now), with the ttl counted from the extension's own
-    /// start; succeeds on a quorum only. Errors: error::lost (already lost, or the extension completed after the
-    /// validity ended: an extension waits for the nodes at most until then), not_owner (released, or other
-    /// owners on a quorum: the lease is then lost), no_quorum (too few nodes answered; the lease stays held until
-    /// its validity ends). `diag.nodes()` tells
-    /// what each node said.
+    /// Extends the lease on all nodes where it still holds our token, with the ttl counted from the extension's
+    /// own start; succeeds on a quorum only. The extension itself never re-creates a key (someone else may hold
+    /// the lock by now); once it reached a quorum, a separate repair step takes the keys back on nodes that lost
+    /// them and nobody else holds (doc/locks.md). Errors: error::lost (already lost, the extension completed
+    /// after the validity ended, or our keys are missing on so many nodes that no quorum can be ours),
+    /// not_owner (released, or other owners on so many nodes: the lease is then lost), no_quorum (too few
+    /// nodes answered; the lease stays held until its validity ends). `diag.nodes()` tells what each node said.
     /// Signature: void(error_code). Cancellation: terminal (the extension requests are still sent).
     template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
     auto async_extend(diagnostics& diag, Token&& token = {})

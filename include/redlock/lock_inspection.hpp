@@ -15,7 +15,7 @@ namespace redlock {
 /// One node's view of a lock key.
 struct node_lock_view {
     std::string node;                   ///< the node's URL without password
-    error_code ec;                      ///< the node could not be read (then nothing below is set)
+    error_code ec;                      ///< the node could not be read (then only `message` is set below)
     std::string message;                ///< why, or what is odd (the key is not a lock, the counter is not a number)
     std::optional<std::string> holder;  ///< the token in the key; empty when the lock is free there
     std::optional<std::chrono::milliseconds> ttl;  ///< the holder key's remaining TTL; empty: no expiry

@@ -22,9 +22,15 @@
 
 namespace redlock {
 
-/// One independent Redis deployment. Every member may be called from any thread; completion handlers run on
-/// their associated executor, never inside the initiating call. A node may be destroyed with operations in
-/// flight: they complete (with an error) all the same.
+/// One independent Redis deployment. What the lock layer relies on:
+/// - Every member may be called from any thread; completion handlers run on their associated executor, never
+///   inside the initiating call; each operation completes exactly once, with an error if the node is closed or
+///   destroyed meanwhile. The caller binds no cancellation: a node bounds each exec by req.timeout() itself.
+/// - Requests run in the order they were issued on this node (one pipeline, as one connection does): a
+///   release sent after an acquire, or after a repair, runs after it. A Cluster node must keep this per slot.
+/// - `routing_key`, `req`, `resp` and `diag` stay valid until the operation completes; a node that needs them
+///   longer copies them.
+/// - Members should not throw; a node whose call throws counts as failed for that operation.
 class node {
 public:
     using completion = boost::asio::any_completion_handler<void(error_code)>;
@@ -35,8 +41,8 @@ public:
     /// How the node appears in diagnostics: its URL without password.
     virtual std::string name() const = 0;
 
-    /// Starts connecting (if it was not) and completes with the result of the first attempt, as
-    /// connection::async_connect does; the node keeps reconnecting by itself.
+    /// Starts connecting (if it was not) and completes with the result of the next attempt (at once if
+    /// connected), as connection::async_connect does; it must complete within the node's connect timeout.
     virtual void async_connect(diagnostics& diag, completion handler) = 0;
 
     /// Runs `req`, whose keys all share the hash slot of `routing_key`, and stores the replies in `resp`, as
@@ -48,7 +54,8 @@ public:
     /// stay subscribed across reconnections until unsubscribed.
     virtual void async_subscribe(std::vector<std::string> channels, diagnostics& diag, completion handler) = 0;
     virtual void async_unsubscribe(std::vector<std::string> channels, completion handler) = 0;
-    /// Receives the messages of subscribed channels. Must not block. Replaces any earlier handler.
+    /// Receives the messages of subscribed channels, on any thread (the node's own); the views are valid only
+    /// during the call. Must not block. Replaces any earlier handler.
     virtual void set_message_handler(message_handler handler) = 0;
 
     /// Closes the node's connections; operations in flight fail with error::closed.

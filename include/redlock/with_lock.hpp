@@ -26,6 +26,10 @@ namespace redlock {
 /// what the body returned.
 /// If the lease is lost while the body runs, the body is cancelled (terminal) at once and with_lock throws
 /// boost::system::system_error(error::lost). Acquisition failures throw as async_lock reports them.
+/// `m` is taken by value (a mutex is a cheap handle), so the coroutine never refers to the caller's object.
+/// With g++ 12, name the body before the co_await (`auto body = [..]() -> awaitable<..> {..};
+/// co_await with_lock(m, body);`): that compiler destroys a lambda temporary inside a co_await expression
+/// twice when the lambda captures something with a destructor (a shared_ptr, a string).
 namespace detail {
 template <class Body>
 struct with_lock_body {
@@ -39,7 +43,7 @@ struct with_lock_body<Body> {
 }  // namespace detail
 
 template <class Body>
-auto with_lock(mutex& m, Body body) -> typename detail::with_lock_body<Body>::type
+auto with_lock(mutex m, Body body) -> typename detail::with_lock_body<Body>::type
 {
     namespace asio = boost::asio;
     using awaitable_type = typename detail::with_lock_body<Body>::type;

@@ -396,7 +396,9 @@ void connection_impl::start_connect(diagnostics* diag, completion handler)
             });
         }
         self->connect_waiters_.push_back({diag, std::move(done), id});
-        if (state == connection_state::idle) {
+        // Idle: never started. Disconnected without reconnect: the loop ended after a failure, and an explicit
+        // connect is a new attempt (otherwise this waiter would wait for an attempt that never comes).
+        if (state == connection_state::idle || (state == connection_state::disconnected && !self->config_.reconnect)) {
             self->set_state(connection_state::connecting);
             asio::co_spawn(self->strand_, run(self), [](std::exception_ptr) {
                 // The loop catches what it can; an escaping exception means the connection was torn down.

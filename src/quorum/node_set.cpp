@@ -1,7 +1,10 @@
 #include "quorum/node_set.hpp"
 
+#include <redlock/detail/access.hpp>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -52,18 +55,28 @@ node_set::node_set(const asio::any_io_executor& ex, std::vector<node_config> con
 node_set::~node_set() = default;
 
 std::shared_ptr<fan_out_state> node_set::start(request req, std::string routing_key, node_call call,
-                                               classify_fn classify, std::size_t quorum)
+                                               classify_fn classify, std::size_t quorum,
+                                               const std::vector<std::size_t>* only)
 {
     auto state = std::make_shared<fan_out_state>(strand_, std::move(req), nodes_.size(), quorum);
     state->routing_key = std::move(routing_key);
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
-        call(*nodes_[i], *state, i, asio::bind_executor(strand_, [state, i, classify](error_code ec) {
+        if (only && std::find(only->begin(), only->end(), i) == only->end()) continue;
+        auto done = asio::bind_executor(strand_, [state, i, classify](error_code ec) {
             if (state->results[i]) return;  // a node that completes twice is ignored
             state->results[i] = ec;
             state->votes[i] = classify(ec, state->replies[i]);
             state->tally.add(state->votes[i]);
             state->wake.cancel();
-        }));
+        });
+        try {
+            call(*nodes_[i], *state, i, done);
+        } catch (const std::exception& e) {
+            // A node that throws is a failed node, not a failed operation: the others still count, and an
+            // attempt still cleans up after itself.
+            access::set_client_message(state->diags[i], std::string("the node threw: ") + e.what());
+            asio::post(strand_, [done, ec = make_error_code(error::protocol_error)]() mutable { done(ec); });
+        }
     }
     return state;
 }
@@ -87,6 +100,9 @@ asio::awaitable<std::shared_ptr<fan_out_state>> node_set::fan_out(request req, s
                                                                   until wait_for,
                                                                   std::chrono::steady_clock::time_point deadline)
 {
+    // The request's own deadline, plus a margin, bounds the wait even for a node that ignores it.
+    if (req.timeout().count() > 0)
+        deadline = std::min(deadline, std::chrono::steady_clock::now() + req.timeout() + backstop_margin);
     return outcome(start(std::move(req), std::move(routing_key), exec_request, classify, quorum), wait_for, deadline);
 }
 
@@ -113,22 +129,19 @@ asio::awaitable<std::shared_ptr<fan_out_state>> node_set::outcome(std::shared_pt
     co_return state;
 }
 
+vote answered(error_code ec, const response&)
+{
+    return ec ? vote::error : vote::yes;
+}
+
 void node_set::send_to_all(request req, std::string routing_key)
 {
-    start(
-        std::move(req), std::move(routing_key), exec_request, [](error_code, const response&) { return vote::yes; },
-        nodes_.size());
+    start(std::move(req), std::move(routing_key), exec_request, answered, nodes_.size());
 }
 
 void node_set::send_to(const std::vector<std::size_t>& which, request req, std::string routing_key)
 {
-    auto chosen = [which](node& n, fan_out_state& s, std::size_t i, node::completion done) {
-        if (std::find(which.begin(), which.end(), i) != which.end()) return exec_request(n, s, i, std::move(done));
-        std::move(done)(error_code{});  // not sent: completes on the strand, where this runs
-    };
-    start(
-        std::move(req), std::move(routing_key), chosen, [](error_code, const response&) { return vote::yes; },
-        nodes_.size());
+    start(std::move(req), std::move(routing_key), exec_request, answered, nodes_.size(), &which);
 }
 
 void node_set::close()

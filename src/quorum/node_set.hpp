@@ -22,6 +22,9 @@ namespace redlock::detail {
 /// Turns one node's answer into a vote.
 using classify_fn = vote (*)(error_code ec, const response& resp);
 
+/// The classifier of operations that only need an answer (connect, subscribe, clean-up): yes unless it failed.
+vote answered(error_code ec, const response& resp);
+
 /// When a fan-out returns: once the quorum rule decided the outcome (the slowest nodes still answer into the
 /// state), or once every node answered or hit its deadline.
 enum class until { decided, all_answered };
@@ -57,6 +60,13 @@ public:
 
     strand_type& strand() noexcept { return strand_; }
     std::size_t size() const noexcept { return nodes_.size(); }
+    /// The longest connect timeout among the nodes: bounds an operation that connects first.
+    std::chrono::milliseconds longest_connect_timeout() const noexcept
+    {
+        std::chrono::milliseconds longest{0};
+        for (const auto& c : configs_) longest = std::max(longest, c.connect_timeout);
+        return longest;
+    }
     std::size_t majority() const noexcept { return detail::majority(nodes_.size()); }
     const std::vector<node_config>& configs() const noexcept { return configs_; }
     const std::vector<std::string>& names() const noexcept { return names_; }
@@ -67,22 +77,27 @@ public:
 
     /// On the strand: starts `call` on every node at once and returns when the outcome is decided with
     /// `quorum` yes votes needed (or, with until::all_answered, when every node answered), when the calling
-    /// coroutine is cancelled (state->cancelled), or at `deadline` (state->expired). Never throws for a node's
-    /// failure: that is an error vote.
+    /// coroutine is cancelled (state->cancelled), or at `deadline` (state->expired). A node that fails, or
+    /// throws from its call, is an error vote.
     boost::asio::awaitable<std::shared_ptr<fan_out_state>> fan_out(
         node_call call, classify_fn classify, std::size_t quorum, until wait_for = until::decided,
         std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
-    /// The common case: `req` to every node, routed by `routing_key`.
+    /// How long past a request's own deadline (req.timeout()) a fan-out waits for a node that ignores it.
+    static constexpr std::chrono::milliseconds backstop_margin{1000};
+
+    /// The common case: `req` to every node, routed by `routing_key`; never waits past req.timeout() plus
+    /// backstop_margin.
     boost::asio::awaitable<std::shared_ptr<fan_out_state>> fan_out(
         request req, std::string routing_key, classify_fn classify, std::size_t quorum, until wait_for = until::decided,
         std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
     /// The two halves of fan_out, for operations nobody waits for at once. `start` begins the operation on
-    /// every node (the state records each answer as it arrives; on the strand); `outcome` waits for it. Static:
-    /// the state, not the node set, is what the nodes' callbacks and the waiting coroutine share.
+    /// every node, or on the nodes `only` (the state records each answer as it arrives; on the strand);
+    /// `outcome` waits for it. `outcome` is static: the state, not the node set, is what the nodes' callbacks
+    /// and the waiting coroutine share.
     std::shared_ptr<fan_out_state> start(request req, std::string routing_key, node_call call, classify_fn classify,
-                                         std::size_t quorum);
+                                         std::size_t quorum, const std::vector<std::size_t>* only = nullptr);
     static boost::asio::awaitable<std::shared_ptr<fan_out_state>> outcome(
         std::shared_ptr<fan_out_state> state, until wait_for, std::chrono::steady_clock::time_point deadline);
 

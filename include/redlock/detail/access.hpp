@@ -11,7 +11,7 @@
 namespace redlock::detail {
 
 struct access {
-    /// The shared state behind a client, mutex or lease.
+    /// The shared state behind a client or a lease.
     template <class T>
     static auto& impl(T& object) noexcept
     {

@@ -15,6 +15,17 @@ asio::awaitable<bool> attempt_gates::enter(const std::string& id, asio::steady_t
     auto [gate, free] = gates_.try_emplace(id);
     if (free) co_return true;
     gate->second.push_back(&timer);
+    // However this frame ends (even destroyed with its io_context), the timer leaves the queue with it: a
+    // later leave() must never cancel a timer that no longer exists.
+    struct queued {
+        attempt_gates& gates;
+        const std::string& id;
+        asio::steady_timer* timer;
+        ~queued()
+        {
+            if (auto g = gates.gates_.find(id); g != gates.gates_.end()) std::erase(g->second, timer);
+        }
+    } in_queue{*this, id, &timer};
     for (;;) {
         timer.expires_at(asio::steady_timer::time_point::max());
         co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));

@@ -13,10 +13,14 @@ asio::awaitable<std::tuple<error_code>> client_impl::connect(std::shared_ptr<cli
     auto& nodes = self->nodes_;
     if (nodes.size() == 0) co_return std::tuple{make_error_code(error::invalid_argument)};
     // Decided like every quorum operation: a node still connecting does not hold the others up.
-    auto result = co_await nodes.fan_out([](node& n, fan_out_state& s, std::size_t i,
-                                            node::completion done) { n.async_connect(s.diags[i], std::move(done)); },
-                                         [](error_code ec, const response&) { return ec ? vote::error : vote::yes; },
-                                         nodes.majority());
+    // Named, not a temporary inside the co_await (g++ 12 may destroy such temporaries twice).
+    node_set::node_call connect_node = [](node& n, fan_out_state& s, std::size_t i, node::completion done) {
+        n.async_connect(s.diags[i], std::move(done));
+    };
+    // Each node's first attempt is bounded by its connect timeout; the margin bounds a node that ignores it.
+    const auto deadline =
+        std::chrono::steady_clock::now() + nodes.longest_connect_timeout() + node_set::backstop_margin;
+    auto result = co_await nodes.fan_out(std::move(connect_node), answered, nodes.majority(), until::decided, deadline);
     if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted)};
     const bool reached = result->tally.decide() == quorum_tally::decision::reached;
     if (diag) {

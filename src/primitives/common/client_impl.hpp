@@ -22,6 +22,7 @@ public:
     {}
 
     node_set& nodes() noexcept { return nodes_; }
+    const node_set& nodes() const noexcept { return nodes_; }
     strand_type& strand() noexcept { return nodes_.strand(); }
     release_wakeups& wakeups() noexcept { return *wakeups_; }
     attempt_gates& gates() noexcept { return gates_; }

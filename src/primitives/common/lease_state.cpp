@@ -56,7 +56,9 @@ asio::awaitable<void> lease_state::keep(std::shared_ptr<lease_state> self)
     plan.enabled = t.watchdog;
     plan.interval = t.extend_interval.count() > 0 ? t.extend_interval : t.ttl / 3;
     plan.retry = std::max(ms(1), std::min(plan.interval / 4, ms(100)));
-    if (t.max_hold.count() > 0) plan.stop_extending_at = self->acquired_at_ + t.max_hold;
+    if (t.max_hold.count() > 0 &&
+        t.max_hold < std::chrono::duration_cast<ms>(clock::time_point::max() - self->acquired_at_))
+        plan.stop_extending_at = self->acquired_at_ + t.max_hold;  // a max_hold past the clock's range: no limit
 
     while (self->status_ == status::held) {
         const auto step = next_watchdog_step(plan, self->granted_at_, self->last_extension_failed_, clock::now(),
@@ -103,12 +105,24 @@ asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state
     self->last_extension_failed_ = true;
     self->last_extension_failure_ = tally_text(result->tally);
     if (diag) access::set_client_message(*diag, "the extension failed: " + self->last_extension_failure_);
-    if (outcome.lease_lost) {
-        // A grant that arrives after the validity ended does not revive the lease; other owners on a quorum
-        // mean it is gone.
-        self->declare_lost(outcome.ec == error::lost
-                               ? "an extension completed after the validity had ended"
-                               : "an extension found other owners: " + self->last_extension_failure_);
+    if (!outcome.lease_lost) co_return outcome.ec;
+    // A grant that arrives after the validity ended does not revive the lease; "not ours" on so many nodes that
+    // no quorum can be ours means it is gone, whether another owner holds the keys or they are missing
+    // (restarted empty, expired).
+    std::size_t missing = 0;
+    for (std::size_t i = 0; i < result->replies.size(); ++i) {
+        missing += result->answered(i) && result->votes[i] == vote::no && self->protocol_.needs_repair &&
+                   self->protocol_.needs_repair(result->replies[i]);
+    }
+    if (outcome.ec == error::lost) {
+        self->declare_lost("an extension completed after the validity had ended");
+    } else if (missing > 0) {
+        self->declare_lost("our keys are missing on " + std::to_string(missing) + " of " +
+                           std::to_string(result->tally.nodes()) +
+                           " nodes (restarted without persistence, or expired): " + self->last_extension_failure_);
+        co_return make_error_code(error::lost);
+    } else {
+        self->declare_lost("an extension found other owners: " + self->last_extension_failure_);
     }
     co_return outcome.ec;
 }
@@ -117,7 +131,8 @@ asio::awaitable<void> lease_state::repair(std::shared_ptr<lease_state> self, std
 {
     // The extension was decided at the quorum; the nodes that lost our keys may answer later.
     extension = co_await node_set::outcome(std::move(extension), until::all_answered, self->valid_until());
-    if (self->status_ != status::held) co_return;  // released or lost meanwhile: take nothing back
+    // Released or lost meanwhile, or past the validity (the keeper is about to declare the loss): take nothing.
+    if (self->status_ != status::held || clock::now() >= self->valid_until()) co_return;
     std::vector<std::size_t> lost;
     for (std::size_t i = 0; i < extension->replies.size(); ++i) {
         if (extension->answered(i) && extension->votes[i] == vote::no &&

@@ -37,7 +37,7 @@ void release_wakeups::watch(const std::vector<std::string>& channels, asio::stea
         [fresh](node& n, fan_out_state& s, std::size_t i, node::completion done) {
             n.async_subscribe(fresh, s.diags[i], std::move(done));
         },
-        [](error_code ec, const response&) { return ec ? vote::error : vote::yes; }, nodes_.size());
+        answered, nodes_.size());
     asio::co_spawn(nodes_.strand(), note_refusals(shared_from_this(), std::move(subscribed)),
                    [](std::exception_ptr) {});
 }
@@ -80,7 +80,7 @@ void release_wakeups::unwatch(const std::vector<std::string>& channels, asio::st
         [stale](node& n, fan_out_state&, std::size_t, node::completion done) {
             n.async_unsubscribe(stale, std::move(done));
         },
-        [](error_code, const response&) { return vote::yes; }, nodes_.size());
+        answered, nodes_.size());
 }
 
 void release_wakeups::on_message(const std::string& channel, const std::string& payload)

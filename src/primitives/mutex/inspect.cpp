@@ -74,16 +74,21 @@ asio::awaitable<std::tuple<error_code, lock_inspection>> inspect(std::shared_ptr
     r->req.set_timeout(read_deadline);
     r->key = key;
     // Connect first, so a node still connecting is read rather than reported down.
-    // Named: a temporary with a destructor inside a co_await is destroyed twice by g++ 12.
-    node_set::node_call read_node = [r](node& n, fan_out_state& s, std::size_t i, node::completion done) {
+    // Named (g++ 12 may destroy a temporary inside a co_await twice). The callback reaches the node through
+    // the client's state it keeps alive, never through a node&: the caller may be cancelled and the client
+    // destroyed before a node finishes connecting.
+    node_set::node_call read_node = [r, client](node&, fan_out_state& s, std::size_t i, node::completion done) {
         auto ex = asio::get_associated_executor(done);  // the client's strand, where `s` lives
-        n.async_connect(s.diags[i],
-                        asio::bind_executor(ex, [&n, r, &s, i, done = std::move(done)](error_code ec) mutable {
-                            if (ec) return std::move(done)(ec);
-                            n.async_exec(r->req, s.replies[i], r->key, std::move(done));
-                        }));
+        client->nodes().at(i).async_connect(
+            s.diags[i], asio::bind_executor(ex, [client, r, &s, i, done = std::move(done)](error_code ec) mutable {
+                if (ec) return std::move(done)(ec);
+                client->nodes().at(i).async_exec(r->req, s.replies[i], r->key, std::move(done));
+            }));
     };
-    auto result = co_await nodes.fan_out(std::move(read_node), classify_read, nodes.majority(), until::all_answered);
+    const auto deadline =
+        std::chrono::steady_clock::now() + nodes.longest_connect_timeout() + read_deadline + node_set::backstop_margin;
+    auto result =
+        co_await nodes.fan_out(std::move(read_node), classify_read, nodes.majority(), until::all_answered, deadline);
     if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted), std::move(out)};
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         out.nodes.push_back(

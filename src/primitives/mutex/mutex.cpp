@@ -25,7 +25,7 @@ using ms = std::chrono::milliseconds;
 // What is wrong with these arguments, or an empty string. Checked before any I/O.
 std::string invalid_arguments(const client_impl& client, const std::vector<std::string>& keys, const lock_options& o)
 {
-    if (const_cast<client_impl&>(client).nodes().size() == 0) return "the client has no nodes";
+    if (client.nodes().size() == 0) return "the client has no nodes";
     if (keys.empty()) return "no key to lock";
     for (const auto& key : keys)
         if (key.empty()) return "a lock key is empty";
@@ -145,7 +145,9 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, s
     }
     const auto until = valid_until(start, o.ttl, o.drift_factor);
     if (call->diag) access::set_nodes(*call->diag, result->outcomes(nodes.names()));
-    out.failure = decide_acquire(result->tally, until - clock::now(), o.min_validity);
+    out.failure = result->expired && result->tally.decide() == quorum_tally::decision::pending
+                      ? make_error_code(error::no_quorum)  // nodes that ignored their deadline
+                      : decide_acquire(result->tally, until - clock::now(), o.min_validity);
     out.refused = result->tally.no() > 0;
     out.holder_ttl = shortest_holder_ttl(*result);
     if (out.failure && call->diag) {
@@ -187,9 +189,11 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
         plan.channels.push_back(release_channel(key));
     }
     const auto now = clock::now();
-    plan.wait_until = one_attempt || o.wait == ms(0)         ? now
-                      : o.wait == lock_options::wait_forever ? clock::time_point::max()
-                                                             : now + o.wait;
+    // A wait past the clock's range is forever, not an overflow into the past.
+    const auto representable = std::chrono::duration_cast<ms>(clock::time_point::max() - now) - std::chrono::hours(24);
+    plan.wait_until = one_attempt || o.wait == ms(0) ? now
+                      : o.wait >= representable      ? clock::time_point::max()
+                                                     : now + o.wait;
     plan.retry_delay = o.retry_delay;
     plan.retry_jitter = o.retry_jitter;
 
