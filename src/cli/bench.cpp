@@ -1,5 +1,5 @@
-// `redlock bench`: lock latency and throughput against a deployment, with one client (one connection per
-// node) per simulated worker, as separate processes would have.
+// `redlock bench`: lock latency, throughput and client CPU per operation against a deployment, with C clients
+// (one connection per node each, as separate processes would have) of W worker coroutines each.
 #include "bench_stats.hpp"
 #include "commands.hpp"
 #include "duration.hpp"
@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <sys/resource.h>
 
 namespace redlock::cli {
 namespace {
@@ -42,6 +43,17 @@ std::int64_t micros(clock::duration d)
     return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
 }
 
+// User + system CPU time of this process so far.
+double cpu_seconds()
+{
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    auto seconds = [](const timeval& t) {
+        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+    };
+    return seconds(u.ru_utime) + seconds(u.ru_stime);
+}
+
 std::string run_id()
 {
     std::random_device rd;
@@ -56,14 +68,13 @@ public:
     {
         for (int signo : {SIGINT, SIGTERM, SIGHUP})
             if (!signal_ignored(signo)) signals_.add(signo);
-        for (int i = 0; i < o.clients; ++i) {
-            clients_.push_back(std::make_unique<client>(ctx.get_executor(), o.nodes));
-            cancels_.push_back(std::make_unique<asio::cancellation_signal>());
-        }
+        for (int i = 0; i < o.clients; ++i) clients_.push_back(std::make_unique<client>(ctx.get_executor(), o.nodes));
+        for (int i = 0; i < workers(); ++i) cancels_.push_back(std::make_unique<asio::cancellation_signal>());
         result_.scenario = contended() ? "contended" : "uncontended";
         result_.fencing = o_.fencing;
         result_.nodes = o.nodes.size();
         result_.clients = o.clients;
+        result_.workers = o.workers;
         result_.has_handoff = contended();
     }
 
@@ -77,6 +88,7 @@ private:
     };
 
     bool contended() const noexcept { return o_.kind == bench_options::scenario::contended; }
+    int workers() const noexcept { return o_.clients * o_.workers; }
     asio::awaitable<void> worker(int index);
     asio::awaitable<void> pause(milliseconds d);
     void count_error(const error_code& ec, std::string_view what, const diagnostics* diag);
@@ -125,7 +137,7 @@ asio::awaitable<void> bench_run::pause(milliseconds d)
 
 asio::awaitable<void> bench_run::worker(int index)
 {
-    auto& c = *clients_[static_cast<std::size_t>(index)];
+    auto& c = *clients_[static_cast<std::size_t>(index / o_.workers)];  // worker i shares client i / W
     auto& cancel = *cancels_[static_cast<std::size_t>(index)];
     const std::string key = contended() ? prefix_ : prefix_ + ":" + std::to_string(index);
     diagnostics diag;
@@ -194,16 +206,18 @@ asio::awaitable<int> bench_run::run()
         }
     }
     report_.detail("bench: " + result_.scenario + ", " + std::to_string(o_.nodes.size()) + " node(s), " +
-                   std::to_string(o_.clients) + " client(s), " + format_duration(o_.duration) + ", keys " + prefix_ +
-                   (contended() ? "" : ":N"));
+                   std::to_string(o_.clients) + " client(s) x " + std::to_string(o_.workers) + " worker(s), " +
+                   format_duration(o_.duration) + ", keys " + prefix_ + (contended() ? "" : ":N"));
 
     const auto start = clock::now();
+    const auto cpu_start = cpu_seconds();
     end_ = start + o_.duration;
     all_done_ = std::make_unique<asio::steady_timer>(ctx_, clock::time_point::max());
-    active_ = o_.clients;
-    for (int i = 0; i < o_.clients; ++i) asio::co_spawn(ctx_, worker(i), rethrow);
+    active_ = workers();
+    for (int i = 0; i < workers(); ++i) asio::co_spawn(ctx_, worker(i), rethrow);
     while (active_ > 0) co_await all_done_->async_wait(use_tuple);
     result_.seconds = std::chrono::duration<double>(clock::now() - start).count();
+    result_.cpu_seconds = cpu_seconds() - cpu_start;
 
     // Grants come in lock order (one holder at a time): the gap is from grant k's release to grant k+1, when
     // the lock passed to another client (a holder taking it straight back hands nothing off).

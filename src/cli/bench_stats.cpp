@@ -40,6 +40,13 @@ std::optional<std::int64_t> percentile(std::vector<std::int64_t>& samples, doubl
     return samples[rank - 1];
 }
 
+namespace {
+double cpu_us_per_op(const bench_result& r)
+{
+    return r.cpu_seconds * 1e6 / static_cast<double>(r.ops);
+}
+}  // namespace
+
 std::string to_json(bench_result r)
 {
     std::string out = "{";
@@ -47,8 +54,10 @@ std::string to_json(bench_result r)
     out += std::string(",\"fencing\":") + (r.fencing ? "true" : "false");
     out += ",\"nodes\":" + std::to_string(r.nodes);
     out += ",\"clients\":" + std::to_string(r.clients);
+    out += ",\"workers\":" + std::to_string(r.workers);
     out += ",\"ops\":" + std::to_string(r.ops);
     out += ",\"ops_per_sec\":" + fixed(ops_per_sec(r), 1);
+    out += ",\"cpu_us_per_op\":" + (r.ops > 0 ? fixed(cpu_us_per_op(r), 2) : std::string("null"));
     out += ",\"acquire_us\":{\"p50\":" + number_or_null(percentile(r.acquire_us, 50)) +
            ",\"p90\":" + number_or_null(percentile(r.acquire_us, 90)) +
            ",\"p99\":" + number_or_null(percentile(r.acquire_us, 99)) +
@@ -65,14 +74,15 @@ std::string to_table(bench_result r)
     std::string out;
     out += "scenario     " + r.scenario + (r.fencing ? ", with fencing tokens" : "") + "\n";
     out += "nodes        " + std::to_string(r.nodes) + "\n";
-    out += "clients      " + std::to_string(r.clients) + "\n";
+    out += "clients      " + std::to_string(r.clients) + " x " + std::to_string(r.workers) + " worker(s)\n";
     out += "duration     " + fixed(r.seconds, 2) + " s\n";
     out += "operations   " + std::to_string(r.ops) + " (lock + release)\n";
     out += "ops/s        " + fixed(ops_per_sec(r), 1) + "\n";
+    if (r.ops > 0) out += "cpu/op       " + fixed(cpu_us_per_op(r), 2) + " us (this process, user + system)\n";
     out += "errors       " + std::to_string(r.errors) + "\n";
     if (r.has_handoff) {
         out += "handoffs     " + std::to_string(r.handoff_us.size()) + " of " + std::to_string(r.grants) +
-               " grants went to another client than the one that released\n";
+               " grants went to another worker than the one that released\n";
     }
     char line[256];
     std::snprintf(line, sizeof line, "%-12s %10s %10s %10s %10s\n", "latency us", "p50", "p90", "p99", "max");

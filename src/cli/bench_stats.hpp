@@ -16,8 +16,10 @@ struct bench_result {
     bool fencing = false;
     std::size_t nodes = 0;
     int clients = 0;
+    int workers = 1;  // per client
     std::uint64_t ops = 0;
-    double seconds = 0;  // measured run time
+    double cpu_seconds = 0;  // this process's user + system time during the run
+    double seconds = 0;      // measured run time
     std::uint64_t errors = 0;
     std::vector<std::int64_t> acquire_us;  // async_lock start to lease, per successful acquire
     std::vector<std::int64_t> handoff_us;  // contended: a release completing to another client's acquire completing
@@ -25,8 +27,9 @@ struct bench_result {
     std::uint64_t grants = 0;  // contended: successful acquires (handoff_us.size() of them went to another client)
 };
 
-// Exactly the keys scenario, fencing, nodes, clients, ops, ops_per_sec, acquire_us {p50,p90,p99,max},
-// handoff_us {p50,p99}, errors; a percentile without samples (handoff when uncontended) is null.
+// Exactly the keys scenario, fencing, nodes, clients, workers, ops, ops_per_sec, cpu_us_per_op,
+// acquire_us {p50,p90,p99,max}, handoff_us {p50,p99}, errors; a percentile without samples (handoff when
+// uncontended) is null, and so is cpu_us_per_op without operations.
 std::string to_json(bench_result r);
 std::string to_table(bench_result r);
 

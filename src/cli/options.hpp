@@ -51,6 +51,7 @@ struct bench_options {
     std::vector<node_config> nodes;
     scenario kind = scenario::uncontended;
     int clients = 4;
+    int workers = 1;  // coroutines sharing each client
     ms duration{5'000};
     ms ttl{10'000};
     bool fencing = false;

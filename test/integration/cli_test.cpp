@@ -518,7 +518,7 @@ BOOST_AUTO_TEST_CASE(bench_json_has_the_documented_keys)
         BOOST_TEST_CONTEXT(scenario)
         {
             auto r = redlock_cli({"bench", "--nodes", comma_joined(nodes.urls()), "--scenario", scenario, "--clients",
-                                  "3", "--duration", "700ms", "--json"});
+                                  "3", "--workers", "2", "--duration", "700ms", "--json"});
             BOOST_TEST(r.exit_code == 0, "stderr: " << r.err);
             boost::json::error_code ec;
             auto doc = boost::json::parse(r.out, ec);
@@ -527,9 +527,12 @@ BOOST_AUTO_TEST_CASE(bench_json_has_the_documented_keys)
             const auto& o = doc.as_object();
             std::vector<std::string> keys;
             for (const auto& kv : o) keys.emplace_back(kv.key());
-            BOOST_TEST(keys == (std::vector<std::string>{"scenario", "fencing", "nodes", "clients", "ops",
-                                                         "ops_per_sec", "acquire_us", "handoff_us", "errors"}),
+            BOOST_TEST(keys == (std::vector<std::string>{"scenario", "fencing", "nodes", "clients", "workers", "ops",
+                                                         "ops_per_sec", "cpu_us_per_op", "acquire_us", "handoff_us",
+                                                         "errors"}),
                        boost::test_tools::per_element());
+            BOOST_TEST(o.at("workers").as_int64() == 2);
+            BOOST_TEST(o.at("cpu_us_per_op").as_double() > 0.0);
             BOOST_TEST(o.at("scenario").as_string() == scenario);
             BOOST_TEST(o.at("fencing").as_bool() == false);
             BOOST_TEST(o.at("nodes").as_int64() == 3);
