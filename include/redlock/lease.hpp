@@ -25,7 +25,10 @@ void start_release(const std::shared_ptr<lease_state>& state, diagnostics* diag,
 void start_wait_lost(const std::shared_ptr<lease_state>& state, diagnostics* diag, lease_handler handler);
 }  // namespace detail
 
-/// Move-only. An empty lease (default-constructed, moved from, or from a failed lock) holds nothing.
+/// Move-only. An empty lease (default-constructed, moved from, or from a failed lock) holds nothing; its
+/// operations complete at once (extend: not_owner, release: success, wait_lost: operation_aborted), on the
+/// handler's associated executor, or on Asio's system executor for a handler without one (bind one, or use a
+/// coroutine token, if that matters).
 /// Destroying a lease that is still held releases it in the background: it never blocks (keep the
 /// io_context running so the release reaches the nodes; the TTL is the safety net).
 class lease {
