@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <string>
+#include <string_view>
 
 namespace redlock::detail {
 
@@ -69,5 +71,14 @@ private:
     std::size_t nodes_, quorum_;
     std::size_t yes_ = 0, no_ = 0, errors_ = 0;
 };
+
+/// For diagnostics: "2 of 5 nodes granted, 2 refused, 1 failed; a quorum needs 3", with the operation's own
+/// words for yes and no.
+inline std::string tally_text(const quorum_tally& tally, std::string_view yes, std::string_view no)
+{
+    return std::to_string(tally.yes()) + " of " + std::to_string(tally.nodes()) + " nodes " + std::string(yes) + ", " +
+           std::to_string(tally.no()) + " " + std::string(no) + ", " + std::to_string(tally.errors()) +
+           " failed; a quorum needs " + std::to_string(tally.quorum());
+}
 
 }  // namespace redlock::detail

@@ -15,15 +15,6 @@ namespace redlock::detail {
 namespace asio = boost::asio;
 using ms = std::chrono::milliseconds;
 
-namespace {
-std::string tally_text(const quorum_tally& tally)
-{
-    return std::to_string(tally.yes()) + " of " + std::to_string(tally.nodes()) + " nodes said yes, " +
-           std::to_string(tally.no()) + " no (not ours), " + std::to_string(tally.errors()) +
-           " failed; a quorum needs " + std::to_string(tally.quorum());
-}
-}  // namespace
-
 lease_state::lease_state(std::shared_ptr<client_impl> client, lease_protocol protocol, lease_timing timing,
                          std::vector<std::string> keys, std::string token, std::uint64_t fencing_token,
                          clock::time_point granted_at, clock::time_point valid_until)
@@ -103,17 +94,13 @@ asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state
         co_return error_code{};
     }
     self->last_extension_failed_ = true;
-    self->last_extension_failure_ = tally_text(result->tally);
+    self->last_extension_failure_ = tally_text(result->tally, "extended", "not ours");
     if (diag) access::set_client_message(*diag, "the extension failed: " + self->last_extension_failure_);
     if (!outcome.lease_lost) co_return outcome.ec;
     // A grant that arrives after the validity ended does not revive the lease; "not ours" on so many nodes that
     // no quorum can be ours means it is gone, whether another owner holds the keys or they are missing
     // (restarted empty, expired).
-    std::size_t missing = 0;
-    for (std::size_t i = 0; i < result->replies.size(); ++i) {
-        missing += result->answered(i) && result->votes[i] == vote::no && self->protocol_.needs_repair &&
-                   self->protocol_.needs_repair(result->replies[i]);
-    }
+    const auto missing = self->nodes_missing_keys(*result).size();
     if (outcome.ec == error::lost) {
         self->declare_lost("an extension completed after the validity had ended");
     } else if (missing > 0) {
@@ -127,18 +114,24 @@ asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state
     co_return outcome.ec;
 }
 
+std::vector<std::size_t> lease_state::nodes_missing_keys(const fan_out_state& extension) const
+{
+    std::vector<std::size_t> missing;
+    if (!protocol_.needs_repair) return missing;
+    for (std::size_t i = 0; i < extension.replies.size(); ++i) {
+        if (extension.answered(i) && extension.votes[i] == vote::no && protocol_.needs_repair(extension.replies[i]))
+            missing.push_back(i);
+    }
+    return missing;
+}
+
 asio::awaitable<void> lease_state::repair(std::shared_ptr<lease_state> self, std::shared_ptr<fan_out_state> extension)
 {
     // The extension was decided at the quorum; the nodes that lost our keys may answer later.
     extension = co_await node_set::outcome(std::move(extension), until::all_answered, self->valid_until());
     // Released or lost meanwhile, or past the validity (the keeper is about to declare the loss): take nothing.
     if (self->status_ != status::held || clock::now() >= self->valid_until()) co_return;
-    std::vector<std::size_t> lost;
-    for (std::size_t i = 0; i < extension->replies.size(); ++i) {
-        if (extension->answered(i) && extension->votes[i] == vote::no &&
-            self->protocol_.needs_repair(extension->replies[i]))
-            lost.push_back(i);
-    }
+    const auto lost = self->nodes_missing_keys(*extension);
     // Sent on the strand while held, so on each node's connection it runs before any later release.
     if (!lost.empty()) self->client_->nodes().send_to(lost, self->protocol_.repair, self->protocol_.routing_key);
 }

@@ -52,6 +52,8 @@ private:
     static boost::asio::awaitable<void> keep(std::shared_ptr<lease_state> self);
     static boost::asio::awaitable<error_code> extend_once(std::shared_ptr<lease_state> self, diagnostics* diag);
     void declare_lost(std::string why);
+    // The nodes whose answer to `extension` says our keys are missing there and nobody else holds them.
+    std::vector<std::size_t> nodes_missing_keys(const fan_out_state& extension) const;
     // After a successful extension: takes the keys back on the nodes that lost them.
     static boost::asio::awaitable<void> repair(std::shared_ptr<lease_state> self,
                                                std::shared_ptr<fan_out_state> extension);

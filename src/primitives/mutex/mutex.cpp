@@ -37,21 +37,13 @@ std::string invalid_arguments(const client_impl& client, const std::vector<std::
     if (!(o.drift_factor >= 0.0 && o.drift_factor < 0.5)) return "drift_factor must be in [0, 0.5)";
     if (drift(o.ttl, o.drift_factor) >= o.ttl) return "ttl is too short for the clock drift allowance";
     if (o.min_validity < ms(0) || o.min_validity >= o.ttl) return "min_validity must be in [0, ttl)";
-    if (o.extend_interval < ms(0) ||
-        o.extend_interval >= o.ttl - std::chrono::duration_cast<ms>(drift(o.ttl, o.drift_factor)))
+    const auto validity = o.ttl - std::chrono::duration_cast<ms>(drift(o.ttl, o.drift_factor));
+    if (o.extend_interval < ms(0) || o.extend_interval >= validity)
         return "extend_interval must be in [0, ttl - drift): the watchdog would extend too late";
-    if (o.watchdog && o.extend_interval == ms(0) &&
-        o.ttl / 3 >= o.ttl - std::chrono::duration_cast<ms>(drift(o.ttl, o.drift_factor)))
+    if (o.watchdog && o.extend_interval == ms(0) && o.ttl / 3 >= validity)
         return "ttl is too short for the watchdog: ttl / 3 must be below the validity (ttl - drift)";
     if (o.max_hold < ms(0)) return "max_hold must not be negative";
     return {};
-}
-
-std::string tally_text(const quorum_tally& tally, std::string_view yes, std::string_view no)
-{
-    return std::to_string(tally.yes()) + " of " + std::to_string(tally.nodes()) + " nodes " + std::string(yes) + ", " +
-           std::to_string(tally.no()) + " " + std::string(no) + ", " + std::to_string(tally.errors()) +
-           " failed; a quorum needs " + std::to_string(tally.quorum());
 }
 
 // Everything one lock call's attempts share; immutable once made.
