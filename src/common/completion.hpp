@@ -12,6 +12,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/system/system_error.hpp>
@@ -58,16 +59,31 @@ private:
     handler_type handler_;
 };
 
-using strand_type = boost::asio::strand<boost::asio::any_io_executor>;
+/// The executor that runs a component's handlers one at a time: a strand. Type-erased, so that over an
+/// io_context (the common case) it is a strand of the context's own executor type, which fits in
+/// any_io_executor's small buffer: copying it (every bound handler, every timer) never allocates.
+using strand_type = boost::asio::any_io_executor;
 
-/// Runs `op` on `strand` and completes `handler` with the tuple it returns. The caller's cancellation reaches
+/// A new strand over `ex`.
+inline strand_type make_strand_of(const boost::asio::any_io_executor& ex)
+{
+    using plain = boost::asio::io_context::executor_type;
+    using tracked = boost::asio::io_context::basic_executor_type<std::allocator<void>, 4>;  // outstanding work
+    if (const auto* io = ex.target<plain>()) return boost::asio::make_strand(*io);
+    if (const auto* io = ex.target<tracked>()) return boost::asio::make_strand(*io);
+    return boost::asio::make_strand(ex);
+}
+
+/// Runs `op` on `strand` and completes `handler` with the tuple it returns (a handler without an executor of
+/// its own on `io_executor`, the strand's underlying executor). The caller's cancellation reaches
 /// the coroutine through a signal emitted on the strand (Asio 1.26's co_spawn cancellation is not safe across
 /// threads). A stray exception becomes an error code: the handler is always called exactly once.
 template <class... Ts>
-void spawn_op(strand_type strand, boost::asio::awaitable<std::tuple<error_code, Ts...>> op,
+void spawn_op(strand_type strand, const boost::asio::any_io_executor& io_executor,
+              boost::asio::awaitable<std::tuple<error_code, Ts...>> op,
               boost::asio::any_completion_handler<void(error_code, Ts...)> handler)
 {
-    auto done = std::make_shared<pending_completion<Ts...>>(std::move(handler), strand.get_inner_executor());
+    auto done = std::make_shared<pending_completion<Ts...>>(std::move(handler), io_executor);
     auto signal = std::make_shared<boost::asio::cancellation_signal>();
     if (auto slot = done->slot(); slot.is_connected()) {
         slot.assign([signal, strand](boost::asio::cancellation_type_t type) {

@@ -51,7 +51,8 @@ class exec_op;
 class connection_impl : public std::enable_shared_from_this<connection_impl> {
 public:
     connection_impl(asio::any_io_executor ex, node_config config, transport_factory factory)
-        : strand_(asio::make_strand(ex)),
+        : io_executor_(ex),
+          strand_(make_strand_of(ex)),
           config_(std::move(config)),
           factory_(std::move(factory)),
           reader_(config_.limits),
@@ -62,6 +63,7 @@ public:
     {}
 
     strand_type& strand() noexcept { return strand_; }
+    const asio::any_io_executor& io_executor() const noexcept { return io_executor_; }
     const node_config& config() const noexcept { return config_; }
     connection_state state() const noexcept { return state_.load(std::memory_order_relaxed); }
     atomic_usage& stats() noexcept { return stats_; }
@@ -126,6 +128,7 @@ private:
     void set_state(connection_state s) noexcept { state_.store(s, std::memory_order_relaxed); }
     std::chrono::milliseconds next_backoff();
 
+    asio::any_io_executor io_executor_;
     strand_type strand_;
     node_config config_;
     transport_factory factory_;
@@ -165,7 +168,7 @@ public:
           strand_(conn->strand()),
           request_(&req),
           response_(resp != nullptr ? resp : &ignored_),
-          completion_(std::move(handler), strand_.get_inner_executor()),
+          completion_(std::move(handler), conn->io_executor()),
           deadline_(strand_)
     {}
     exec_op(std::shared_ptr<connection_impl> conn, std::shared_ptr<pubsub_call> call, completion handler)
@@ -372,7 +375,7 @@ void connection_impl::load_scripts(const request& req)
 void connection_impl::start_connect(diagnostics* diag, completion handler)
 {
     asio::dispatch(strand_, [self = shared_from_this(), diag, handler = std::move(handler)]() mutable {
-        pending_completion<> done(std::move(handler), self->strand_.get_inner_executor());
+        pending_completion<> done(std::move(handler), self->io_executor_);
         const auto state = self->state();
         if (state == connection_state::closed) return done.complete(error::closed);
         if (state == connection_state::connected) {

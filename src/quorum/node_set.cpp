@@ -14,7 +14,8 @@ namespace redlock::detail {
 
 namespace asio = boost::asio;
 
-fan_out_state::fan_out_state(const strand_type& strand, request r, std::size_t nodes, std::size_t quorum)
+fan_out_state::fan_out_state(const strand_type& strand, std::shared_ptr<const request> r, std::size_t nodes,
+                             std::size_t quorum)
     : req(std::move(r)), replies(nodes), diags(nodes), results(nodes), votes(nodes), tally(nodes, quorum), wake(strand)
 {}
 
@@ -44,7 +45,7 @@ std::vector<node_outcome> fan_out_state::outcomes(const std::vector<std::string>
 }
 
 node_set::node_set(const asio::any_io_executor& ex, std::vector<node_config> configs, const node_factory& factory)
-    : strand_(asio::make_strand(ex)), configs_(std::move(configs))
+    : io_executor_(ex), strand_(make_strand_of(ex)), configs_(std::move(configs))
 {
     for (const auto& config : configs_) {
         nodes_.push_back(factory ? factory(ex, config) : make_connection_node(ex, config));
@@ -54,8 +55,8 @@ node_set::node_set(const asio::any_io_executor& ex, std::vector<node_config> con
 
 node_set::~node_set() = default;
 
-std::shared_ptr<fan_out_state> node_set::start(request req, std::string routing_key, node_call call,
-                                               classify_fn classify, std::size_t quorum,
+std::shared_ptr<fan_out_state> node_set::start(std::shared_ptr<const request> req, std::string routing_key,
+                                               node_call call, classify_fn classify, std::size_t quorum,
                                                const std::vector<std::size_t>* only)
 {
     auto state = std::make_shared<fan_out_state>(strand_, std::move(req), nodes_.size(), quorum);
@@ -84,7 +85,7 @@ std::shared_ptr<fan_out_state> node_set::start(request req, std::string routing_
 namespace {
 void exec_request(node& n, fan_out_state& s, std::size_t i, node::completion done)
 {
-    n.async_exec(s.req, s.replies[i], s.routing_key, std::move(done));
+    n.async_exec(*s.req, s.replies[i], s.routing_key, std::move(done));
 }
 }  // namespace
 
@@ -95,14 +96,14 @@ asio::awaitable<std::shared_ptr<fan_out_state>> node_set::fan_out(node_call call
     return outcome(start({}, {}, std::move(call), classify, quorum), wait_for, deadline);
 }
 
-asio::awaitable<std::shared_ptr<fan_out_state>> node_set::fan_out(request req, std::string routing_key,
-                                                                  classify_fn classify, std::size_t quorum,
-                                                                  until wait_for,
+asio::awaitable<std::shared_ptr<fan_out_state>> node_set::fan_out(std::shared_ptr<const request> req,
+                                                                  std::string routing_key, classify_fn classify,
+                                                                  std::size_t quorum, until wait_for,
                                                                   std::chrono::steady_clock::time_point deadline)
 {
     // The request's own deadline, plus a margin, bounds the wait even for a node that ignores it.
-    if (req.timeout().count() > 0)
-        deadline = std::min(deadline, std::chrono::steady_clock::now() + req.timeout() + backstop_margin);
+    if (req->timeout().count() > 0)
+        deadline = std::min(deadline, std::chrono::steady_clock::now() + req->timeout() + backstop_margin);
     return outcome(start(std::move(req), std::move(routing_key), exec_request, classify, quorum), wait_for, deadline);
 }
 
@@ -134,12 +135,13 @@ vote answered(error_code ec, const response&)
     return ec ? vote::error : vote::yes;
 }
 
-void node_set::send_to_all(request req, std::string routing_key)
+void node_set::send_to_all(std::shared_ptr<const request> req, std::string routing_key)
 {
     start(std::move(req), std::move(routing_key), exec_request, answered, nodes_.size());
 }
 
-void node_set::send_to(const std::vector<std::size_t>& which, request req, std::string routing_key)
+void node_set::send_to(const std::vector<std::size_t>& which, std::shared_ptr<const request> req,
+                       std::string routing_key)
 {
     start(std::move(req), std::move(routing_key), exec_request, answered, nodes_.size(), &which);
 }

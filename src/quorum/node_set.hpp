@@ -10,6 +10,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include <chrono>
 #include <functional>
@@ -32,14 +33,19 @@ enum class until { decided, all_answered };
 /// One operation sent to every node, and what each said. Shared with the nodes' callbacks, so nodes that
 /// answer after the outcome was decided still write here.
 struct fan_out_state {
-    fan_out_state(const strand_type& strand, request r, std::size_t nodes, std::size_t quorum);
+    /// Per-node storage inline for up to this many nodes: one allocation per fan-out.
+    static constexpr std::size_t inline_nodes = 7;
+    template <class T>
+    using per_node = boost::container::small_vector<T, inline_nodes>;
 
-    request req;
+    fan_out_state(const strand_type& strand, std::shared_ptr<const request> r, std::size_t nodes, std::size_t quorum);
+
+    std::shared_ptr<const request> req;  // shared: a lease's requests are built once, sent many times
     std::string routing_key;
-    std::vector<response> replies;
-    std::vector<diagnostics> diags;                  // per node, for operations that report text (connect)
-    std::vector<std::optional<error_code>> results;  // empty: no answer yet
-    std::vector<vote> votes;
+    per_node<response> replies;
+    per_node<diagnostics> diags;                  // per node, for operations that report text (connect)
+    per_node<std::optional<error_code>> results;  // empty: no answer yet
+    per_node<vote> votes;
     quorum_tally tally;
     boost::asio::steady_timer wake;  // woken at each answer
     bool cancelled = false;          // the caller was cancelled before the outcome was decided
@@ -59,6 +65,8 @@ public:
     node_set& operator=(const node_set&) = delete;
 
     strand_type& strand() noexcept { return strand_; }
+    /// The executor the strand runs on: where handlers without an executor of their own complete.
+    const boost::asio::any_io_executor& io_executor() const noexcept { return io_executor_; }
     std::size_t size() const noexcept { return nodes_.size(); }
     /// The longest connect timeout among the nodes: bounds an operation that connects first.
     std::chrono::milliseconds longest_connect_timeout() const noexcept
@@ -89,26 +97,29 @@ public:
     /// The common case: `req` to every node, routed by `routing_key`; never waits past req.timeout() plus
     /// backstop_margin.
     boost::asio::awaitable<std::shared_ptr<fan_out_state>> fan_out(
-        request req, std::string routing_key, classify_fn classify, std::size_t quorum, until wait_for = until::decided,
+        std::shared_ptr<const request> req, std::string routing_key, classify_fn classify, std::size_t quorum,
+        until wait_for = until::decided,
         std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
     /// The two halves of fan_out, for operations nobody waits for at once. `start` begins the operation on
     /// every node, or on the nodes `only` (the state records each answer as it arrives; on the strand);
     /// `outcome` waits for it. `outcome` is static: the state, not the node set, is what the nodes' callbacks
     /// and the waiting coroutine share.
-    std::shared_ptr<fan_out_state> start(request req, std::string routing_key, node_call call, classify_fn classify,
-                                         std::size_t quorum, const std::vector<std::size_t>* only = nullptr);
+    std::shared_ptr<fan_out_state> start(std::shared_ptr<const request> req, std::string routing_key, node_call call,
+                                         classify_fn classify, std::size_t quorum,
+                                         const std::vector<std::size_t>* only = nullptr);
     static boost::asio::awaitable<std::shared_ptr<fan_out_state>> outcome(
         std::shared_ptr<fan_out_state> state, until wait_for, std::chrono::steady_clock::time_point deadline);
 
     /// Sends `req` to every node and forgets it (the releases after a failed or cancelled attempt).
-    void send_to_all(request req, std::string routing_key);
+    void send_to_all(std::shared_ptr<const request> req, std::string routing_key);
     /// Sends `req` to the nodes `which` only, and forgets it.
-    void send_to(const std::vector<std::size_t>& which, request req, std::string routing_key);
+    void send_to(const std::vector<std::size_t>& which, std::shared_ptr<const request> req, std::string routing_key);
 
     void close();
 
 private:
+    boost::asio::any_io_executor io_executor_;
     strand_type strand_;
     std::vector<node_config> configs_;
     std::vector<std::string> names_;

@@ -36,7 +36,7 @@ asio::awaitable<std::tuple<error_code>> client_impl::connect(std::shared_ptr<cli
 void start_client_connect(const std::shared_ptr<client_impl>& impl, diagnostics* diag,
                           asio::any_completion_handler<void(error_code)> handler)
 {
-    spawn_op<>(impl->strand(), client_impl::connect(impl, diag), std::move(handler));
+    spawn_op<>(impl->strand(), impl->io_executor(), client_impl::connect(impl, diag), std::move(handler));
 }
 
 }  // namespace detail

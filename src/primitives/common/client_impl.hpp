@@ -24,6 +24,7 @@ public:
     node_set& nodes() noexcept { return nodes_; }
     const node_set& nodes() const noexcept { return nodes_; }
     strand_type& strand() noexcept { return nodes_.strand(); }
+    const boost::asio::any_io_executor& io_executor() const noexcept { return nodes_.io_executor(); }
     release_wakeups& wakeups() noexcept { return *wakeups_; }
     attempt_gates& gates() noexcept { return gates_; }
 

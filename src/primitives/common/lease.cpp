@@ -13,13 +13,13 @@ namespace asio = boost::asio;
 void start_extend(const std::shared_ptr<lease_state>& state, diagnostics* diag, lease_handler handler)
 {
     if (!state) return pending_completion<>(std::move(handler), asio::system_executor()).complete(error::not_owner);
-    spawn_op<>(state->strand(), lease_state::extend(state, diag), std::move(handler));
+    spawn_op<>(state->strand(), state->io_executor(), lease_state::extend(state, diag), std::move(handler));
 }
 
 void start_release(const std::shared_ptr<lease_state>& state, diagnostics* diag, lease_handler handler)
 {
     if (!state) return pending_completion<>(std::move(handler), asio::system_executor()).complete({});
-    spawn_op<>(state->strand(), lease_state::release(state, diag), std::move(handler));
+    spawn_op<>(state->strand(), state->io_executor(), lease_state::release(state, diag), std::move(handler));
 }
 
 void start_wait_lost(const std::shared_ptr<lease_state>& state, diagnostics* diag, lease_handler handler)
@@ -28,7 +28,7 @@ void start_wait_lost(const std::shared_ptr<lease_state>& state, diagnostics* dia
         return pending_completion<>(std::move(handler), asio::system_executor())
             .complete(asio::error::operation_aborted);
     }
-    pending_completion<> waiter(std::move(handler), state->strand().get_inner_executor());
+    pending_completion<> waiter(std::move(handler), state->io_executor());
     const auto id = state->next_waiter_id();
     if (auto slot = waiter.slot(); slot.is_connected()) {
         slot.assign([weak = std::weak_ptr(state), id](asio::cancellation_type_t type) {

@@ -30,6 +30,18 @@ lease_state::lease_state(std::shared_ptr<client_impl> client, lease_protocol pro
       keeper_timer_(client_->strand())
 {}
 
+const std::shared_ptr<const request>& lease_state::extend_request()
+{
+    if (!extend_request_) extend_request_ = std::make_shared<const request>(protocol_.requests->extend());
+    return extend_request_;
+}
+
+const std::shared_ptr<const request>& lease_state::release_request()
+{
+    if (!release_request_) release_request_ = std::make_shared<const request>(protocol_.requests->release());
+    return release_request_;
+}
+
 void lease_state::start()
 {
     auto self = shared_from_this();
@@ -75,7 +87,7 @@ asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state
 {
     const auto start = clock::now();
     // Bounded by the validity in force: the lease is lost at that instant, however late the nodes answer.
-    auto result = co_await self->client_->nodes().fan_out(self->protocol_.extend, self->protocol_.routing_key,
+    auto result = co_await self->client_->nodes().fan_out(self->extend_request(), self->protocol_.routing_key,
                                                           self->protocol_.extended, self->protocol_.quorum,
                                                           until::decided, self->valid_until());
     if (diag) access::set_nodes(*diag, result->outcomes(self->client_->nodes().names()));
@@ -133,7 +145,9 @@ asio::awaitable<void> lease_state::repair(std::shared_ptr<lease_state> self, std
     if (self->status_ != status::held || clock::now() >= self->valid_until()) co_return;
     const auto lost = self->nodes_missing_keys(*extension);
     // Sent on the strand while held, so on each node's connection it runs before any later release.
-    if (!lost.empty()) self->client_->nodes().send_to(lost, self->protocol_.repair, self->protocol_.routing_key);
+    if (!lost.empty())
+        self->client_->nodes().send_to(lost, std::make_shared<const request>(self->protocol_.requests->repair()),
+                                       self->protocol_.routing_key);
 }
 
 asio::awaitable<std::tuple<error_code>> lease_state::extend(std::shared_ptr<lease_state> self, diagnostics* diag)
@@ -154,7 +168,7 @@ asio::awaitable<std::tuple<error_code>> lease_state::release(std::shared_ptr<lea
     const bool was_lost = self->status_ == status::lost;
     if (!self->stop_holding()) co_return std::tuple{error_code{}};  // idempotent
     auto result =
-        co_await self->client_->nodes().fan_out(self->protocol_.release, self->protocol_.routing_key,
+        co_await self->client_->nodes().fan_out(self->release_request(), self->protocol_.routing_key,
                                                 self->protocol_.released, self->protocol_.quorum, until::all_answered);
     if (diag) {
         access::set_nodes(*diag, result->outcomes(self->client_->nodes().names()));
@@ -176,7 +190,7 @@ bool lease_state::stop_holding()
 void lease_state::release_in_background()
 {
     if (!stop_holding()) return;
-    client_->nodes().send_to_all(protocol_.release, protocol_.routing_key);
+    client_->nodes().send_to_all(release_request(), protocol_.routing_key);
 }
 
 void lease_state::wait_lost(pending_completion<> waiter, std::uint64_t id, diagnostics* diag)

@@ -35,6 +35,7 @@ public:
     }
     bool lost() const noexcept { return lost_.load(std::memory_order_relaxed); }
     strand_type& strand() noexcept { return client_->strand(); }
+    const boost::asio::any_io_executor& io_executor() const noexcept { return client_->io_executor(); }
 
     /// Starts the keeper; call once, on the strand, right after construction.
     void start();
@@ -60,6 +61,9 @@ private:
     // Marks the lease released and stops the keeper and the loss waiters; false if it was released already.
     bool stop_holding();
     void finish_waiters(error_code ec);
+    // The protocol's requests, built on first use (on the strand).
+    const std::shared_ptr<const request>& extend_request();
+    const std::shared_ptr<const request>& release_request();
     void set_valid_until(clock::time_point t) noexcept
     {
         valid_until_.store(t.time_since_epoch().count(), std::memory_order_relaxed);
@@ -67,6 +71,8 @@ private:
 
     std::shared_ptr<client_impl> client_;
     lease_protocol protocol_;
+    std::shared_ptr<const request> extend_request_;
+    std::shared_ptr<const request> release_request_;
     lease_timing timing_;
     std::vector<std::string> keys_;
     std::string token_;

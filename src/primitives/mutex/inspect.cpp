@@ -109,7 +109,8 @@ asio::awaitable<std::tuple<error_code, lock_inspection>> inspect(std::shared_ptr
 void start_inspect(const std::shared_ptr<client_impl>& impl, std::string key, diagnostics* diag,
                    asio::any_completion_handler<void(error_code, lock_inspection)> handler)
 {
-    spawn_op<lock_inspection>(impl->strand(), inspect(impl, std::move(key), diag), std::move(handler));
+    spawn_op<lock_inspection>(impl->strand(), impl->io_executor(), inspect(impl, std::move(key), diag),
+                              std::move(handler));
 }
 
 }  // namespace redlock::detail

@@ -46,35 +46,46 @@ std::string invalid_arguments(const client_impl& client, const std::vector<std::
     return {};
 }
 
-// Everything one lock call's attempts share; immutable once made.
-struct lock_call {
+// Everything one lock call's attempts share, and the requests of the lease it grants; immutable once made.
+struct lock_call final : lease_requests {
     std::shared_ptr<client_impl> client;
     std::vector<std::string> keys;
     std::string token;
     lock_options options;
-    request acquire;
-    diagnostics* diag;
+    std::shared_ptr<const request> acquire;
+    diagnostics* diag = nullptr;
 
     // The clean-up of attempt n, on all N nodes; its own release id, so waiters never drop the holder's real
     // release as a copy of it.
     void release_attempt(std::uint64_t n) const
     {
-        client->nodes().send_to_all(
-            lock_scripts::release_request(keys, token, token + ":" + std::to_string(n), options.node_timeout),
-            keys.front());
+        client->nodes().send_to_all(std::make_shared<const request>(lock_scripts::release_request(
+                                        keys, token, token + ":" + std::to_string(n), options.node_timeout)),
+                                    keys.front());
     }
 
-    lease_protocol protocol() const
+    request extend() const override
+    {
+        return lock_scripts::extend_request(keys, token, options.ttl, options.node_timeout);
+    }
+    request release() const override
+    {
+        return lock_scripts::release_request(keys, token, token + ":0", options.node_timeout);
+    }
+    request repair() const override
+    {
+        return lock_scripts::acquire_request(keys, token, options.ttl, options.node_timeout);
+    }
+
+    static lease_protocol protocol(std::shared_ptr<const lock_call> call)
     {
         lease_protocol p;
-        p.routing_key = keys.front();
-        p.quorum = client->nodes().majority();
-        p.extend = lock_scripts::extend_request(keys, token, options.ttl, options.node_timeout);
+        p.routing_key = call->keys.front();
+        p.quorum = call->client->nodes().majority();
         p.extended = lock_scripts::classify_extend;
-        p.release = lock_scripts::release_request(keys, token, token + ":0", options.node_timeout);
         p.released = lock_scripts::classify_release;
-        p.repair = lock_scripts::acquire_request(keys, token, options.ttl, options.node_timeout);
         p.needs_repair = lock_scripts::lost_key;
+        p.requests = std::move(call);
         return p;
     }
 };
@@ -108,9 +119,10 @@ asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(const lock_ca
     }
 
     const auto fence = highest.next();
-    auto result = co_await nodes.fan_out(
-        lock_scripts::commit_request(call.keys, call.token, fence, call.options.node_timeout), call.keys.front(),
-        lock_scripts::classify_commit, nodes.majority(), until::decided, until);
+    auto result = co_await nodes.fan_out(std::make_shared<const request>(lock_scripts::commit_request(
+                                             call.keys, call.token, fence, call.options.node_timeout)),
+                                         call.keys.front(), lock_scripts::classify_commit, nodes.majority(),
+                                         until::decided, until);
     if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted), std::uint64_t{0}};
     const auto failure = decide_commit(result->tally, result->expired, until - clock::now(), call.options.min_validity);
     if (failure && call.diag) {
@@ -157,8 +169,8 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, s
         co_return out;
     }
     lease_timing timing{o.ttl, o.drift_factor, o.watchdog, o.extend_interval, o.max_hold};
-    out.granted = std::make_shared<lease_state>(call->client, call->protocol(), timing, call->keys, call->token, fence,
-                                                start, until);
+    out.granted = std::make_shared<lease_state>(call->client, lock_call::protocol(call), timing, call->keys,
+                                                call->token, fence, start, until);
     out.granted->start();
     co_return out;
 }
@@ -197,7 +209,8 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
     const auto fence_step = !o.fencing                    ? lock_scripts::fence_step::none
                             : client->nodes().size() == 1 ? lock_scripts::fence_step::increment
                                                           : lock_scripts::fence_step::read;
-    call->acquire = lock_scripts::acquire_request(call->keys, call->token, o.ttl, o.node_timeout, fence_step);
+    call->acquire = std::make_shared<const request>(
+        lock_scripts::acquire_request(call->keys, call->token, o.ttl, o.node_timeout, fence_step));
     call->diag = diag;
 
     // Named, not a temporary inside the co_await: g++ 12 destroys such temporaries twice (a shared_ptr
@@ -216,7 +229,8 @@ void start_lock(const std::shared_ptr<client_impl>& client, std::vector<std::str
                 bool one_attempt, diagnostics* diag, lock_handler handler)
 {
     // Every cancellation type is safe here: a cancelled attempt releases what it may hold.
-    spawn_op<lease>(client->strand(), lock(client, std::move(keys), options, one_attempt, diag), std::move(handler));
+    spawn_op<lease>(client->strand(), client->io_executor(), lock(client, std::move(keys), options, one_attempt, diag),
+                    std::move(handler));
 }
 
 }  // namespace detail

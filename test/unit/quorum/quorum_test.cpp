@@ -7,6 +7,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <set>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace std::chrono_literals;
 using redlock::detail::quorum_tally;
@@ -120,4 +122,36 @@ BOOST_AUTO_TEST_CASE(tokens_are_128_random_bits_in_hex)
         seen.insert(t);
     }
     BOOST_TEST(seen.size() == 1000u);
+}
+
+BOOST_AUTO_TEST_CASE(a_forked_child_never_issues_a_token_of_its_parent)
+{
+    // Tokens come from a buffer of random bytes: a child forked with a half-used buffer must not hand out the
+    // bytes its parent hands out next.
+    (void)redlock::detail::random_token();  // the buffer is filled and partly used
+    int fds[2];
+    BOOST_REQUIRE(::pipe(fds) == 0);
+    const pid_t child = ::fork();
+    BOOST_REQUIRE(child >= 0);
+    if (child == 0) {
+        std::string tokens;
+        for (int i = 0; i < 8; ++i) tokens += redlock::detail::random_token();
+        const auto written = ::write(fds[1], tokens.data(), tokens.size());
+        ::_exit(written == static_cast<ssize_t>(tokens.size()) ? 0 : 1);
+    }
+    ::close(fds[1]);
+    std::string from_child(8 * 32, '\0');
+    std::size_t got = 0;
+    while (got < from_child.size()) {
+        const auto n = ::read(fds[0], from_child.data() + got, from_child.size() - got);
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    BOOST_REQUIRE(got == from_child.size());
+    std::set<std::string> parent;
+    for (int i = 0; i < 8; ++i) parent.insert(redlock::detail::random_token());
+    for (int i = 0; i < 8; ++i) BOOST_TEST(parent.count(from_child.substr(static_cast<std::size_t>(i) * 32, 32)) == 0u);
 }
