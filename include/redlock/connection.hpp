@@ -71,6 +71,8 @@ public:
 
     executor_type get_executor() const noexcept;
     const node_config& config() const noexcept;
+    /// The server's version from the last handshake ("7.0.15" is 70015); 0 before the first one.
+    std::uint32_t server_version() const noexcept;
 
     /// Starts the connection (connect, TLS, HELLO 3 with AUTH/SETNAME, SELECT) and keeps it up: after a failure
     /// it reconnects with jittered exponential backoff. Completes with the result of the first attempt (or

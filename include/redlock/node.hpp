@@ -14,6 +14,7 @@
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -57,6 +58,10 @@ public:
     /// Receives the messages of subscribed channels, on any thread (the node's own); the views are valid only
     /// during the call. Must not block. Replaces any earlier handler.
     virtual void set_message_handler(message_handler handler) = 0;
+
+    /// The server's Redis version, as connection::server_version() (70015 for 7.0.15); 0 when unknown. Newer
+    /// commands (SET ... NX GET, Redis >= 7.0) are not sent to a client whose nodes report an older one.
+    virtual std::uint32_t server_version() const { return 0; }
 
     /// Closes the node's connections; operations in flight fail with error::closed.
     virtual void close() = 0;

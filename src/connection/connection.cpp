@@ -1,5 +1,6 @@
 #include "common/completion.hpp"
 #include "connection/multiplexer.hpp"
+#include "connection/server_version.hpp"
 
 #include <redlock/connection.hpp>
 #include <redlock/detail/access.hpp>
@@ -66,6 +67,7 @@ public:
     const asio::any_io_executor& io_executor() const noexcept { return io_executor_; }
     const node_config& config() const noexcept { return config_; }
     connection_state state() const noexcept { return state_.load(std::memory_order_relaxed); }
+    std::uint32_t server_version() const noexcept { return server_version_.load(std::memory_order_relaxed); }
     atomic_usage& stats() noexcept { return stats_; }
     multiplexer& mpx() noexcept { return mpx_; }
 
@@ -136,7 +138,8 @@ private:
     multiplexer mpx_;
     resp::reader reader_;
     std::atomic<connection_state> state_{connection_state::idle};
-    asio::steady_timer writer_wakeup_;  // a condition variable: cancelled when there is something to write
+    std::atomic<std::uint32_t> server_version_{0};  // of the last handshake
+    asio::steady_timer writer_wakeup_;              // a condition variable: cancelled when there is something to write
     asio::steady_timer health_timer_;
     asio::steady_timer backoff_timer_;
     asio::steady_timer connect_timer_;
@@ -550,6 +553,7 @@ asio::awaitable<error_code> connection_impl::handshake(diagnostics& diag)
         detail::access::set_server_message(diag, std::string(replies[1].error_text()));
         co_return error::server_error;
     }
+    server_version_.store(server_version_of_hello(replies[0]), std::memory_order_relaxed);
     co_return co_await restore_subscriptions(diag);
 }
 
@@ -774,6 +778,11 @@ connection::executor_type connection::get_executor() const noexcept
 {
     return impl_->strand();
 }
+std::uint32_t connection::server_version() const noexcept
+{
+    return impl_->server_version();
+}
+
 const node_config& connection::config() const noexcept
 {
     return impl_->config();

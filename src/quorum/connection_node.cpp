@@ -33,6 +33,7 @@ public:
         conn_.async_unsubscribe(std::move(channels), std::move(handler));
     }
     void set_message_handler(message_handler handler) override { conn_.set_message_handler(std::move(handler)); }
+    std::uint32_t server_version() const override { return conn_.server_version(); }
     void close() override { conn_.close(); }
 
 private:

@@ -12,6 +12,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/container/small_vector.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -79,6 +80,14 @@ public:
     const std::vector<node_config>& configs() const noexcept { return configs_; }
     const std::vector<std::string>& names() const noexcept { return names_; }
     node& at(std::size_t i) noexcept { return *nodes_[i]; }
+    /// True unless a node told a Redis version older than `version` (nodes that have not told yet do not count).
+    bool none_known_older_than(std::uint32_t version) const
+    {
+        return std::none_of(nodes_.begin(), nodes_.end(), [version](const auto& n) {
+            const auto v = n->server_version();
+            return v != 0 && v < version;
+        });
+    }
 
     /// What one node does in a fan-out: starts its part of the operation and calls `done` once.
     using node_call = std::function<void(node& n, fan_out_state& state, std::size_t i, node::completion done)>;

@@ -30,6 +30,8 @@ const char* to_string(script_kind k) noexcept
             return "extend";
         case script_kind::release:
             return "release";
+        case script_kind::set_acquire:
+            return "set_acquire";
         case script_kind::other:
             return "other";
     }
@@ -67,6 +69,27 @@ script_kind kind_of(const std::string& sha)
     return script_kind::other;
 }
 
+// The words of the first command of a request without scripts (bulk strings only, as request::push writes).
+std::vector<std::string> first_command(std::string_view payload)
+{
+    std::vector<std::string> words;
+    auto line = [&payload]() {
+        const auto end = payload.find("\r\n");
+        auto text = payload.substr(0, end);
+        payload.remove_prefix(end == std::string_view::npos ? payload.size() : end + 2);
+        return text;
+    };
+    const auto header = line();
+    if (header.empty() || header[0] != '*') return words;
+    const auto count = std::stoul(std::string(header.substr(1)));
+    for (std::size_t i = 0; i < count; ++i) {
+        const auto length = std::stoul(std::string(line().substr(1)));
+        words.emplace_back(payload.substr(0, length));
+        payload.remove_prefix(length + 2);
+    }
+    return words;
+}
+
 // Completes `h` on its associated executor (the node's executor otherwise), never inline.
 void complete(const asio::any_io_executor& ex, node::completion h, error_code ec)
 {
@@ -88,6 +111,7 @@ public:
         on(script_kind::commit_fence, action::granted());
         on(script_kind::extend, action::granted());
         on(script_kind::release, action::released());
+        on(script_kind::set_acquire, action::set_granted());
         on(script_kind::other, action::reply(scalar(resp::type::simple_string, "OK")));
     }
 
@@ -170,6 +194,10 @@ public:
             const auto& p = call.params;  // numkeys, keys..., args...
             const std::size_t numkeys = p.empty() ? 0 : std::stoul(p[0]);
             for (std::size_t i = 1; i < p.size(); ++i) (i <= numkeys ? r.keys : r.args).push_back(p[i]);
+        } else if (auto words = first_command(req.payload()); words.size() == 7 && words[0] == "SET") {
+            r.kind = script_kind::set_acquire;  // SET key token NX PX ttl GET
+            r.keys = {words[1]};
+            r.args = {words[2], words[5]};
         }
         r.index = counts_[r.kind]++;
         received_.push_back(r);
@@ -178,9 +206,8 @@ public:
         const action a = decide(r);
         switch (a.kind) {
             case action::what::reply:
-                resp.clear();
-                resp.push_back(a.value);
-                return complete(ex, std::move(h), {});
+                fill(resp, req, a.value);
+                return complete(ex, std::move(h), a.ec);
             case action::what::fail:
                 return complete(ex, std::move(h), a.ec);
             case action::what::hold:
@@ -191,11 +218,10 @@ public:
                 auto timer = std::make_shared<asio::steady_timer>(ex);
                 const bool silent = a.kind == action::what::silent;
                 timer->expires_after(silent ? req.timeout() : a.after);
-                auto on_time = [timer, resp_p = &resp, value = a.value, silent, ex,
+                auto on_time = [timer, resp_p = &resp, value = a.value, silent, ex, replies = req.expected_replies(),
                                 h = std::move(h)](error_code) mutable {
                     if (silent) return complete(ex, std::move(h), make_error_code(error::timeout));
-                    resp_p->clear();
-                    resp_p->push_back(std::move(value));
+                    fill(*resp_p, replies, std::move(value));
                     complete(ex, std::move(h), {});
                 };
                 timer->async_wait(std::move(on_time));
@@ -226,7 +252,25 @@ public:
         complete_connects(make_error_code(error::closed));
     }
 
+    std::uint32_t server_version() const { return server_version_; }
+    void set_server_version(std::uint32_t v) override { server_version_ = v; }
+
 private:
+    // One reply per expected reply: a pipelined request's action holds them as one array.
+    static void fill(response& resp, std::size_t expected, resp::value value)
+    {
+        resp.clear();
+        if (expected > 1 && value.data_type == resp::type::array && value.elements.size() == expected) {
+            for (auto& v : value.elements) resp.push_back(std::move(v));
+        } else {
+            resp.push_back(std::move(value));
+        }
+    }
+    static void fill(response& resp, const request& req, resp::value value)
+    {
+        fill(resp, req.expected_replies(), std::move(value));
+    }
+
     action decide(const exec_record& r)
     {
         if (policy_) return policy_(r);
@@ -252,6 +296,7 @@ private:
     node::message_handler on_message_;
     bool closed_ = false;
     bool destroyed_ = false;
+    std::uint32_t server_version_ = 60200;
 };
 
 class fake_node final : public node {
@@ -274,6 +319,7 @@ public:
         complete(ex_, std::move(handler), {});
     }
     void set_message_handler(message_handler handler) override { s_->set_handler(std::move(handler)); }
+    std::uint32_t server_version() const override { return s_->server_version(); }
     void close() override { s_->close(false); }
 
 private:

@@ -28,7 +28,8 @@ enum class script_kind {
     commit_fence,
     extend,
     release,
-    other,  ///< not one of the lock scripts (or no script at all)
+    set_acquire,  ///< not a script: the plain-command acquire (SET key token NX PX ttl GET, PTTL key)
+    other,        ///< not one of the lock scripts (or no script at all)
 };
 const char* to_string(script_kind k) noexcept;
 
@@ -37,6 +38,7 @@ struct exec_record {
     script_kind kind = script_kind::other;
     std::vector<std::string> keys;
     std::vector<std::string> args;  ///< ARGV: args[0] is the token, args[1] the ttl or the release id...
+                                    ///< (set_acquire: the SET's key, then its token and ttl)
     std::chrono::milliseconds timeout{0};
     std::string routing_key;
     std::size_t index = 0;  ///< how many requests of the same kind this node received before this one
@@ -45,7 +47,7 @@ struct exec_record {
 /// The outcome a policy picks for one request.
 struct action {
     enum class what {
-        reply,   ///< answer `value`
+        reply,   ///< answer `value` (one per expected reply: an array of them for a pipelined request), with `ec`
         fail,    ///< fail with `ec`
         hold,    ///< never answer until the test delivers (fake_node_control::deliver_held / fail_held) or close
         silent,  ///< do not answer, then fail with error::timeout when the request's deadline passes
@@ -71,6 +73,17 @@ struct action {
     static action not_ours() { return reply(integer(0)); }                             ///< extend: 0
     static action released(std::int64_t n = 1) { return reply(integer(n)); }
     static action other_owner() { return reply(integer(-1)); }  ///< release: another token holds it
+    // The replies of the plain-command acquire: {SET's answer, PTTL}.
+    static action set_granted(std::int64_t ttl = 10000) { return reply(array({resp::value{}, integer(ttl)})); }
+    static action set_refused(std::int64_t pttl = 1000) { return reply(array({bulk("another-token"), integer(pttl)})); }
+    /// The node will not run SET or PTTL (an ACL user without them): error replies, error::server_error.
+    static action set_rejected()
+    {
+        auto a = reply(array({error_reply("NOPERM this user has no permissions to run the 'set' command"),
+                              error_reply("NOPERM this user has no permissions to run the 'pttl' command")}));
+        a.ec = make_error_code(error::server_error);
+        return a;
+    }
 };
 
 /// Decides the outcome of one exec.
@@ -90,6 +103,9 @@ public:
     virtual void set_policy(exec_policy p) = 0;
     /// How async_connect completes: reply (success), fail(ec) or hold.
     virtual void on_connect(action a) = 0;
+    /// What node::server_version() reports. Default 60200 (Redis 6.2): the client acquires by script, as most
+    /// tests expect; 70000 and up (or 0, unknown) let it send SET NX GET.
+    virtual void set_server_version(std::uint32_t v) = 0;
 
     virtual std::vector<exec_record> received() const = 0;
     std::vector<exec_record> received(script_kind kind) const;

@@ -27,6 +27,10 @@ public:
     const boost::asio::any_io_executor& io_executor() const noexcept { return nodes_.io_executor(); }
     release_wakeups& wakeups() noexcept { return *wakeups_; }
     attempt_gates& gates() noexcept { return gates_; }
+    /// False once a node rejected the plain-command acquire (SET NX GET) that the script acquire replaces:
+    /// an ACL without those commands, a proxy. On the strand.
+    bool plain_acquire_usable() const noexcept { return plain_acquire_usable_; }
+    void reject_plain_acquire() noexcept { plain_acquire_usable_ = false; }
 
     /// Waits until a quorum of nodes connected, or too many failed for one to; `diag` may be null. Static:
     /// the coroutine owns the client's state, which may otherwise die with the client during the wait.
@@ -36,6 +40,7 @@ private:
     node_set nodes_;
     std::shared_ptr<release_wakeups> wakeups_;
     attempt_gates gates_;
+    bool plain_acquire_usable_ = true;
 };
 
 }  // namespace redlock::detail

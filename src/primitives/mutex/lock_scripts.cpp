@@ -195,6 +195,41 @@ request release_request(const std::vector<std::string>& keys, const std::string&
     return req;
 }
 
+request set_acquire_request(const std::string& key, const std::string& token, std::chrono::milliseconds ttl,
+                            std::chrono::milliseconds node_timeout)
+{
+    request req;
+    req.push("SET", key, token, "NX", "PX", ttl.count(), "GET");
+    req.push("PTTL", key);
+    req.set_timeout(node_timeout);
+    return req;
+}
+
+namespace {
+bool is_string(const resp::value& v) noexcept
+{
+    return v.data_type == resp::type::bulk_string || v.data_type == resp::type::simple_string;
+}
+}  // namespace
+
+vote classify_set_acquire(error_code ec, const response& resp)
+{
+    if (ec || resp.size() != 2) return vote::error;
+    if (resp[0].is_null()) return vote::yes;
+    // A token: someone holds the key. Never our own: a set acquire is only the first attempt of a fresh token.
+    return is_string(resp[0]) ? vote::no : vote::error;
+}
+
+bool set_acquire_rejected(const response& resp)
+{
+    for (const auto& reply : resp) {
+        const auto text = reply.error_text();
+        if (text.starts_with("NOPERM") || text.starts_with("ERR syntax") || text.starts_with("ERR unknown command"))
+            return true;
+    }
+    return false;
+}
+
 namespace {
 std::optional<std::int64_t> script_result(error_code ec, const response& resp)
 {
@@ -255,6 +290,11 @@ vote classify_release(error_code ec, const response& resp)
 
 std::optional<std::chrono::milliseconds> holder_ttl(const response& resp)
 {
+    if (resp.size() == 2 && is_string(resp[0])) {  // a refused set acquire: {holder's token, its PTTL}
+        auto pttl = resp[1].as_integer();
+        if (!pttl || *pttl <= 0) return std::nullopt;
+        return std::chrono::milliseconds(*pttl);
+    }
     auto n = script_result({}, resp);
     if (!n || *n >= 0) return std::nullopt;
     return std::chrono::milliseconds(-*n);

@@ -67,6 +67,17 @@ request extend_request(const std::vector<std::string>& keys, const std::string& 
 request release_request(const std::vector<std::string>& keys, const std::string& token, std::string_view release_id,
                         std::chrono::milliseconds node_timeout);
 
+/// The acquire of one key without fencing on Redis >= 7.0, at a fraction of a script's server time:
+/// `SET key token NX PX ttl GET` then `PTTL key`, pipelined. The SET answers nil when it granted (nobody held
+/// the key) and the holder's token when refused; the PTTL then says how long that holder's key lives.
+request set_acquire_request(const std::string& key, const std::string& token, std::chrono::milliseconds ttl,
+                            std::chrono::milliseconds node_timeout);
+/// Granted (the SET answered nil), refused (it answered a token) or failed.
+vote classify_set_acquire(error_code ec, const response& resp);
+/// A set acquire the node would not run (a server older than 7.0, an ACL user without PTTL, a proxy that
+/// rejects the syntax): the script acquire may still work there.
+bool set_acquire_rejected(const response& resp);
+
 /// Granted (1, or a fenced grant whose counter parses), refused (-PTTL or 0) or failed.
 vote classify_acquire(error_code ec, const response& resp);
 /// The counter a fenced grant returned.
@@ -77,7 +88,7 @@ vote classify_extend(error_code ec, const response& resp);
 bool lost_key(const response& resp);
 vote classify_release(error_code ec, const response& resp);
 
-/// From a refused acquire: how long the holder's key lives on that node.
+/// From a refused acquire, script or set: how long the holder's key lives on that node.
 std::optional<std::chrono::milliseconds> holder_ttl(const response& resp);
 
 }  // namespace redlock::detail::lock_scripts

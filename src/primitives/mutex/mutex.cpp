@@ -14,6 +14,8 @@
 
 #include <boost/asio/this_coro.hpp>
 
+#include <algorithm>
+
 namespace redlock {
 namespace detail {
 namespace {
@@ -52,8 +54,18 @@ struct lock_call final : lease_requests {
     std::vector<std::string> keys;
     std::string token;
     lock_options options;
-    std::shared_ptr<const request> acquire;
+    lock_scripts::fence_step fence_step = lock_scripts::fence_step::none;
+    std::shared_ptr<const request> set_acquire;  // the first attempt's, when it can be one (see attempt())
     diagnostics* diag = nullptr;
+
+    // The script acquire, built when first needed (on the client's strand, as every attempt runs).
+    const std::shared_ptr<const request>& script_acquire() const
+    {
+        if (!script_acquire_)
+            script_acquire_ = std::make_shared<const request>(
+                lock_scripts::acquire_request(keys, token, options.ttl, options.node_timeout, fence_step));
+        return script_acquire_;
+    }
 
     // The clean-up of attempt n, on all N nodes; its own release id, so waiters never drop the holder's real
     // release as a copy of it.
@@ -88,6 +100,9 @@ struct lock_call final : lease_requests {
         p.requests = std::move(call);
         return p;
     }
+
+private:
+    mutable std::shared_ptr<const request> script_acquire_;
 };
 
 std::optional<ms> shortest_holder_ttl(const fan_out_state& result)
@@ -134,13 +149,34 @@ asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(const lock_ca
     co_return std::tuple{failure, fence};
 }
 
+// Sends attempt n's acquire to every node. The first attempt of a plain lock uses SET NX GET (a script costs
+// the server several times more); later attempts run the script, whose re-grant of our own token is idempotent
+// (a grant of an earlier attempt may have survived its clean-up). A node that rejects the SET (a server older
+// than its version told, an ACL without PTTL) turns the client to scripts; unless a quorum granted anyway, the
+// attempt goes on with the script at once.
+asio::awaitable<std::shared_ptr<fan_out_state>> acquire_on_nodes(const lock_call& call, std::uint64_t n)
+{
+    auto& nodes = call.client->nodes();
+    const auto& key = call.keys.front();
+    if (n == 1 && call.set_acquire && call.client->plain_acquire_usable()) {
+        auto result =
+            co_await nodes.fan_out(call.set_acquire, key, lock_scripts::classify_set_acquire, nodes.majority());
+        const auto& replies = result->replies;
+        if (result->cancelled || std::none_of(replies.begin(), replies.end(), lock_scripts::set_acquire_rejected))
+            co_return result;
+        call.client->reject_plain_acquire();
+        if (result->tally.decide() == quorum_tally::decision::reached) co_return result;
+        call.release_attempt(n);  // where the SET granted
+    }
+    co_return co_await nodes.fan_out(call.script_acquire(), key, lock_scripts::classify_acquire, nodes.majority());
+}
+
 asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, std::uint64_t n)
 {
     auto& nodes = call->client->nodes();
     const auto& o = call->options;
     const auto start = clock::now();
-    auto result =
-        co_await nodes.fan_out(call->acquire, call->keys.front(), lock_scripts::classify_acquire, nodes.majority());
+    auto result = co_await acquire_on_nodes(*call, n);
     attempt_result out;
     if (result->cancelled) {
         call->release_attempt(n);  // a node may have granted already, or may still
@@ -206,11 +242,15 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
     call->keys = std::move(keys);
     call->token = random_token();
     call->options = o;
-    const auto fence_step = !o.fencing                    ? lock_scripts::fence_step::none
-                            : client->nodes().size() == 1 ? lock_scripts::fence_step::increment
-                                                          : lock_scripts::fence_step::read;
-    call->acquire = std::make_shared<const request>(
-        lock_scripts::acquire_request(call->keys, call->token, o.ttl, o.node_timeout, fence_step));
+    call->fence_step = !o.fencing                    ? lock_scripts::fence_step::none
+                       : client->nodes().size() == 1 ? lock_scripts::fence_step::increment
+                                                     : lock_scripts::fence_step::read;
+    // A node whose version is not known yet (not connected) gets the SET too: if it is older, its syntax error
+    // turns the client to scripts (acquire_on_nodes).
+    constexpr std::uint32_t set_nx_get_since = 70000;  // Redis 7.0
+    if (call->keys.size() == 1 && !o.fencing && client->nodes().none_known_older_than(set_nx_get_since))
+        call->set_acquire = std::make_shared<const request>(
+            lock_scripts::set_acquire_request(call->keys.front(), call->token, o.ttl, o.node_timeout));
     call->diag = diag;
 
     // Named, not a temporary inside the co_await: g++ 12 destroys such temporaries twice (a shared_ptr

@@ -189,6 +189,155 @@ BOOST_DATA_TEST_CASE(lock_granted_too_late_is_timeout_and_released, bdata::make(
     });
 }
 
+// ------------------------------------------------------------------------ the plain-command acquire
+
+// Every node on Redis >= 7.0: the first attempt of a one-key lock without fencing is SET NX PX GET + PTTL, not
+// the script; the lease it grants is released with the same token.
+BOOST_DATA_TEST_CASE(first_attempt_on_redis_7_is_set_nx_get, bdata::make(sizes), n)
+{
+    rig r(n);
+    for (std::size_t i = 0; i < n; ++i) r.fakes[i].set_server_version(70015);
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        diagnostics diag;
+        auto [ec, l] = co_await try_lock(r, opts(2000ms), diag);
+        BOOST_TEST_REQUIRE(!ec);
+        std::string token;
+        for (std::size_t i = 0; i < n; ++i) {
+            BOOST_TEST(r.fakes[i].received(script_kind::acquire).empty());
+            auto sets = r.fakes[i].received(script_kind::set_acquire);
+            BOOST_TEST_REQUIRE(sets.size() == 1u);
+            BOOST_TEST(sets[0].keys == std::vector<std::string>{"res"});
+            BOOST_TEST(sets[0].args[1] == "2000");
+            if (token.empty()) token = sets[0].args[0];
+            BOOST_TEST(sets[0].args[0] == token);  // one token on every node
+        }
+        BOOST_TEST(token.size() == 32u);
+        auto [rec] = co_await l.async_release(use);
+        BOOST_TEST(!rec);
+        for (std::size_t i = 0; i < n; ++i) {
+            auto rel = r.fakes[i].received(script_kind::release);
+            BOOST_TEST_REQUIRE(rel.size() == 1u);
+            BOOST_TEST(rel[0].args[0] == token);
+        }
+    });
+}
+
+// One node older than 7.0: the script everywhere. So do fencing and locks of several keys, which need it.
+BOOST_AUTO_TEST_CASE(an_old_node_fencing_or_several_keys_use_the_script)
+{
+    auto script_only = [](rig& r, lock_options o, std::vector<std::string> keys) {
+        run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+            redlock::mutex m(*r.c, keys, o);
+            auto [ec, l] = co_await m.async_try_lock(use);
+            BOOST_TEST(!ec);
+        });
+        for (std::size_t i = 0; i < r.n(); ++i) {
+            BOOST_TEST(r.fakes[i].received(script_kind::set_acquire).empty());
+            BOOST_TEST(r.fakes[i].received().size() >= 1u);
+        }
+    };
+    {
+        rig r(3);
+        r.fakes[0].set_server_version(70000);
+        r.fakes[1].set_server_version(60209);
+        r.fakes[2].set_server_version(70200);
+        script_only(r, opts(), {"res"});
+        BOOST_TEST(r.fakes[0].received(script_kind::acquire).size() == 1u);
+    }
+    {
+        rig r(3);
+        for (std::size_t i = 0; i < 3; ++i) r.fakes[i].set_server_version(70000);
+        auto o = opts();
+        o.fencing = true;
+        script_only(r, o, {"res"});
+        BOOST_TEST(r.fakes[0].received(script_kind::acquire_reading_fence).size() == 1u);
+    }
+    {
+        rig r(1);
+        r.fakes[0].set_server_version(70000);
+        script_only(r, opts(), {"a", "b"});
+        BOOST_TEST(r.fakes[0].received(script_kind::acquire).size() == 1u);
+    }
+}
+
+// A node that has not told its version yet (not connected) does not stop the SET. If it turns out older than
+// 7.0, its syntax error turns the client to scripts within the same attempt.
+BOOST_AUTO_TEST_CASE(an_unknown_version_gets_the_set_and_an_old_one_falls_back)
+{
+    rig r(3);
+    r.fakes[0].set_server_version(70000);
+    r.fakes[1].set_server_version(0);
+    r.fakes[2].set_server_version(0);
+    auto syntax_error = action::reply(array({error_reply("ERR syntax error"), integer(-2)}));
+    syntax_error.ec = make_error_code(error::server_error);
+    r.fakes[1].on(script_kind::set_acquire, syntax_error);
+    r.fakes[2].on(script_kind::set_acquire, syntax_error);
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        diagnostics diag;
+        auto [ec, l] = co_await try_lock(r, opts(), diag);
+        BOOST_TEST_REQUIRE(!ec);
+        for (std::size_t i = 0; i < 3; ++i) {
+            BOOST_TEST(r.fakes[i].received(script_kind::set_acquire).size() == 1u);
+            BOOST_TEST(r.fakes[i].received(script_kind::acquire).size() == 1u);
+        }
+        BOOST_TEST(co_await released_everywhere(r, l.token()));  // node 0's SET grant, cleaned up first
+    });
+}
+
+// Refused by SET: not_acquired, the clean-up release everywhere, and the holder's PTTL decides the retry. The
+// retry runs the script (idempotent for our own token), with the same token.
+BOOST_DATA_TEST_CASE(a_refused_set_retries_with_the_script_at_the_holders_ttl, bdata::make(sizes), n)
+{
+    rig r(n);
+    for (std::size_t i = 0; i < n; ++i) r.fakes[i].set_server_version(70000);
+    r.on(0, n, script_kind::set_acquire, action::set_refused(30));
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        diagnostics diag;
+        auto [ec, l] = co_await try_lock(r, opts(), diag);
+        BOOST_TEST(ec == error::not_acquired);
+        const auto token = r.fakes[0].received(script_kind::set_acquire).at(0).args.at(0);
+        BOOST_TEST(co_await released_everywhere(r, token));
+
+        auto o = opts();
+        o.wait = 5000ms;
+        o.retry_delay = 4000ms;  // the holder's 30 ms PTTL, not this delay, must decide when to retry
+        o.retry_jitter = 0ms;
+        const auto start = clock_type::now();
+        redlock::mutex m(*r.c, "res", o);
+        auto [ec2, l2] = co_await m.async_lock(diag, use);
+        BOOST_TEST(!ec2);
+        BOOST_TEST((clock_type::now() - start < 2000ms));
+        const auto sets = r.fakes[0].received(script_kind::set_acquire);
+        const auto scripts = r.fakes[0].received(script_kind::acquire);
+        BOOST_TEST_REQUIRE(sets.size() == 2u);
+        BOOST_TEST_REQUIRE(scripts.size() == 1u);
+        BOOST_TEST(scripts[0].args[0] == sets[1].args[0]);
+    });
+}
+
+// A node that rejects SET (an ACL user without it): if no quorum granted, the same attempt goes on with the
+// script at once (a try_lock still succeeds), and the client sends no more SET acquires.
+BOOST_DATA_TEST_CASE(a_rejected_set_turns_the_client_to_the_script, bdata::make(sizes), n)
+{
+    rig r(n);
+    for (std::size_t i = 0; i < n; ++i) r.fakes[i].set_server_version(70000);
+    r.on(0, r.q(), script_kind::set_acquire, action::set_rejected());
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        diagnostics diag;
+        auto [ec, l] = co_await try_lock(r, opts(), diag);
+        BOOST_TEST_REQUIRE(!ec);
+        const auto token = r.fakes[0].received(script_kind::set_acquire).at(0).args.at(0);
+        BOOST_TEST(r.fakes[0].received(script_kind::acquire).at(0).args.at(0) == token);
+        BOOST_TEST(co_await released_everywhere(r, token));  // where the SET granted, before the script ran
+        auto [ec2, l2] = co_await try_lock(r, opts(), diag);
+        BOOST_TEST(!ec2);
+        for (std::size_t i = 0; i < n; ++i) {
+            BOOST_TEST(r.fakes[i].received(script_kind::set_acquire).size() == 1u);
+            BOOST_TEST(r.fakes[i].received(script_kind::acquire).size() == 2u);
+        }
+    });
+}
+
 // ---------------------------------------------------------------------------------------------- extend
 
 BOOST_DATA_TEST_CASE(extend_granted_on_a_quorum_prolongs, bdata::make(sizes), n)

@@ -1,0 +1,17 @@
+// The Redis version a server announces in its HELLO reply, as one comparable number.
+#pragma once
+
+#include <redlock/resp/value.hpp>
+
+#include <cstdint>
+#include <string_view>
+
+namespace redlock::detail {
+
+/// "7.0.15" -> 70015 (major * 10000 + minor * 100 + patch); 0 when the text is not such a version.
+std::uint32_t parse_server_version(std::string_view text) noexcept;
+
+/// The "version" field of a HELLO 3 reply (a map), parsed; 0 when there is none.
+std::uint32_t server_version_of_hello(const resp::value& hello) noexcept;
+
+}  // namespace redlock::detail

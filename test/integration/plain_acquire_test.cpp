@@ -1,0 +1,158 @@
+// The plain-command acquire (SET key token NX PX ttl GET + PTTL) against real Redis 7 nodes: it is what a
+// one-key lock sends first, it never overwrites a holder, its refusal carries the holder's TTL, and a node that
+// rejects it does not stop the lock (the script takes over).
+#include <redlock/redlock.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <common/lock_checks.hpp>
+#include <common/redis_node.hpp>
+#include <common/run_coro.hpp>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using redlock::error;
+using redlock::test::cluster;
+using redlock::test::configs;
+using redlock::test::run_coro;
+using steady = std::chrono::steady_clock;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+// A field of INFO commandstats for `command` ("calls", "rejected_calls"...); 0 when the command never ran.
+long command_stat(const redlock::test::redis_node& node, const std::string& command, const std::string& field)
+{
+    const auto info = node.cli({"INFO", "commandstats"});
+    const auto line_at = info.find("cmdstat_" + command + ":");
+    if (line_at == std::string::npos) return 0;
+    const auto line = info.substr(line_at, info.find('\n', line_at) - line_at);
+    const auto at = line.find(field + "=");
+    if (at == std::string::npos) return 0;
+    return std::stol(line.substr(at + field.size() + 1));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_one_key_lock_on_redis_7_is_one_set_per_node)
+{
+    cluster nodes(3);
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        auto [cec] = co_await c.async_connect(use_tuple);
+        BOOST_TEST_REQUIRE(!cec);
+        for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"CONFIG", "RESETSTAT"});
+        redlock::mutex m(c, "plain", {.ttl = 5000ms});
+        auto [ec, held] = co_await m.async_lock(use_tuple);
+        BOOST_TEST_REQUIRE(!ec);
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+            BOOST_TEST(command_stat(nodes[i], "set", "calls") == 1);
+            BOOST_TEST(command_stat(nodes[i], "evalsha", "calls") == 0);  // no script for the acquire
+            BOOST_TEST(nodes[i].cli({"GET", "plain"}) == held.token());
+            const auto pttl = std::stol(nodes[i].cli({"PTTL", "plain"}));
+            BOOST_TEST((pttl > 4000 && pttl <= 5000), pttl);
+        }
+        auto [rec] = co_await held.async_release(use_tuple);
+        BOOST_TEST(!rec);
+        for (std::size_t i = 0; i < nodes.size(); ++i) BOOST_TEST(nodes[i].cli({"EXISTS", "plain"}) == "0");
+    });
+}
+
+BOOST_AUTO_TEST_CASE(server_version_is_the_one_info_reports)
+{
+    cluster nodes(1);
+    asio::io_context ctx;
+    redlock::connection conn(ctx.get_executor(), configs(nodes)[0]);
+    BOOST_TEST(conn.server_version() == 0u);  // no handshake yet
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        auto [ec] = co_await conn.async_connect(use_tuple);
+        BOOST_TEST_REQUIRE(!ec);
+    });
+    const auto info = nodes[0].cli({"INFO", "server"});
+    const auto at = info.find("redis_version:") + std::string("redis_version:").size();
+    const auto text = info.substr(at, info.find_first_of("\r\n", at) - at);
+    const auto first_dot = text.find('.'), second_dot = text.find('.', first_dot + 1);
+    const auto expected = std::stoul(text.substr(0, first_dot)) * 10000 +
+                          std::stoul(text.substr(first_dot + 1, second_dot - first_dot - 1)) * 100 +
+                          std::stoul(text.substr(second_dot + 1));
+    BOOST_TEST(conn.server_version() == expected, text);
+    BOOST_TEST(conn.server_version() >= 70000u);  // the fixture's servers have SET NX GET
+}
+
+// SET NX never overwrites a holder: the refusal leaves its token and TTL alone, reports a refusal (not a
+// failure), and a waiter gets the lock once the holder releases.
+BOOST_AUTO_TEST_CASE(a_refused_set_leaves_the_holder_alone_and_the_waiter_gets_it_after_the_release)
+{
+    cluster nodes(3);
+    asio::io_context ctx;
+    redlock::client a(ctx.get_executor(), configs(nodes));
+    redlock::client b(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        redlock::mutex ma(a, "held", {.ttl = 10'000ms});
+        auto [ec, held] = co_await ma.async_lock(use_tuple);
+        BOOST_TEST_REQUIRE(!ec);
+        redlock::diagnostics diag;
+        redlock::mutex mb(b, "held", {.ttl = 10'000ms});
+        auto [tec, none] = co_await mb.async_try_lock(diag, use_tuple);
+        BOOST_TEST((tec == error::not_acquired), tec.message());
+        BOOST_TEST(diag.nodes().size() == nodes.size());
+        std::size_t refused = 0;  // the outcome is decided at a quorum: the last node may not have answered yet
+        for (const auto& n : diag.nodes()) {
+            BOOST_TEST((n.what != redlock::node_outcome::result::granted));
+            refused += n.what == redlock::node_outcome::result::refused;
+        }
+        BOOST_TEST(refused >= 2u);
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+            BOOST_TEST(nodes[i].cli({"GET", "held"}) == held.token());
+            BOOST_TEST(std::stol(nodes[i].cli({"PTTL", "held"})) > 9000);
+        }
+
+        redlock::mutex waiting(b, "held", {.ttl = 10'000ms, .wait = 10'000ms, .retry_delay = 5000ms});
+        const auto start = steady::now();
+        asio::steady_timer later(ctx, 100ms);
+        later.async_wait([&](redlock::error_code) { held.async_release(asio::detached); });
+        auto [wec, got] = co_await waiting.async_lock(use_tuple);
+        BOOST_TEST_REQUIRE(!wec);
+        BOOST_TEST((steady::now() - start < 4000ms));  // woken by the release, not the 5 s retry delay
+        BOOST_TEST(nodes[0].cli({"GET", "held"}) == got.token());
+    });
+}
+
+// An ACL user the server refuses PTTL (the script calls it only when another owner holds the key): the first
+// lock's plain acquire is rejected, the same attempt goes on by script and succeeds, and the client sends no
+// plain acquire again.
+BOOST_AUTO_TEST_CASE(a_rejected_plain_acquire_goes_on_by_script)
+{
+    cluster nodes(3);
+    std::vector<redlock::node_config> as_locker;
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+        BOOST_REQUIRE(nodes[i].cli({"ACL", "SETUSER", "locker", "on", ">pw", "~*", "&*", "+@all", "-pttl"}) == "OK");
+    for (auto c : configs(nodes)) {
+        c.username = "locker";
+        c.password = "pw";
+        as_locker.push_back(c);
+    }
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), as_locker);
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        for (int round = 0; round < 3; ++round) {
+            redlock::mutex m(c, "scripted", {.ttl = 5000ms});
+            redlock::diagnostics diag;
+            auto [ec, held] = co_await m.async_try_lock(diag, use_tuple);
+            BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << diag.message());
+            BOOST_TEST(nodes[0].cli({"GET", "scripted"}) == held.token());
+            auto [rec] = co_await held.async_release(use_tuple);
+            BOOST_TEST(!rec);
+        }
+    });
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        BOOST_TEST(command_stat(nodes[i], "pttl", "rejected_calls") == 1);  // the first lock only
+        BOOST_TEST(command_stat(nodes[i], "evalsha", "calls") >= 6);        // 3 acquires and 3 releases
+    }
+}
