@@ -8,6 +8,7 @@
 
 #include <deque>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 namespace redlock::test {
@@ -99,6 +100,7 @@ void complete(const asio::any_io_executor& ex, node::completion h, error_code ec
 struct held_exec {
     response* resp;
     node::completion done;
+    bool batched = false;  // a watchdog batch: the delivered reply is its element
 };
 
 class state final : public fake_node_control {
@@ -134,7 +136,7 @@ public:
         auto h = std::move(held_.front());
         held_.pop_front();
         h.resp->clear();
-        h.resp->push_back(std::move(value));
+        h.resp->push_back(h.batched ? array({std::move(value)}) : std::move(value));
         complete(ex_, std::move(h.done), {});
         return true;
     }
@@ -181,10 +183,48 @@ public:
         }
     }
 
+    // The watchdog's batched extension: each lease in it is recorded, and decided, as an extension of its own;
+    // the node answers the array of their replies (or, if one lease's outcome is not a reply, does that).
+    void exec_batch(const asio::any_io_executor& ex, const request& req, response& resp, std::string_view routing_key,
+                    node::completion h)
+    {
+        const auto& p = req.script_calls().front().params;  // numkeys, keys..., then count, token, ttl per lease
+        const std::size_t numkeys = std::stoul(p.at(0));
+        std::size_t key = 1;
+        resp::value replies = array({});
+        std::optional<action> other;  // the first lease whose outcome is not a reply (delays: the longest)
+        std::chrono::milliseconds delay{0};
+        for (std::size_t a = 1 + numkeys; a + 2 < p.size(); a += 3) {
+            exec_record r;
+            r.kind = script_kind::extend;
+            r.timeout = req.timeout();
+            r.routing_key = std::string(routing_key);
+            r.batched = true;
+            for (std::size_t k = 0; k < std::stoul(p[a]); ++k) r.keys.push_back(p.at(key++));
+            r.args = {p[a + 1], p[a + 2]};
+            r.index = counts_[r.kind]++;
+            received_.push_back(r);
+            auto one = decide(r);
+            if (one.kind == action::what::delay) delay = std::max(delay, one.after);
+            if ((one.kind == action::what::reply && !one.ec) || one.kind == action::what::delay)
+                replies.elements.push_back(std::move(one.value));
+            else if (!other)
+                other = std::move(one);
+        }
+        if (closed_) return complete(ex, std::move(h), make_error_code(error::closed));
+        if (!other)
+            other = delay.count() > 0 ? action::delayed(delay, std::move(replies)) : action::reply(std::move(replies));
+        const bool batched_hold = other->kind == action::what::hold;
+        act(ex, req, resp, *other, script_kind::extend, std::move(h));
+        if (batched_hold) held_.back().batched = true;
+    }
+
     void exec(const asio::any_io_executor& ex, const request& req, response& resp, std::string_view routing_key,
               node::completion h)
     {
         ex_ = ex;
+        if (!req.script_calls().empty() && req.script_calls().front().code.sha1() == scripts::extend_many().sha1())
+            return exec_batch(ex, req, resp, routing_key, std::move(h));
         exec_record r;
         r.timeout = req.timeout();
         r.routing_key = std::string(routing_key);
@@ -203,7 +243,12 @@ public:
         received_.push_back(r);
         if (closed_) return complete(ex, std::move(h), make_error_code(error::closed));
 
-        const action a = decide(r);
+        act(ex, req, resp, decide(r), r.kind, std::move(h));
+    }
+
+    void act(const asio::any_io_executor& ex, const request& req, response& resp, const action& a, script_kind kind,
+             node::completion h)
+    {
         switch (a.kind) {
             case action::what::reply:
                 fill(resp, req, a.value);
@@ -211,7 +256,7 @@ public:
             case action::what::fail:
                 return complete(ex, std::move(h), a.ec);
             case action::what::hold:
-                held_.push_back({&resp, std::move(h)});
+                held_.push_back({&resp, std::move(h), false});
                 return;
             case action::what::silent:
             case action::what::delay: {
@@ -228,7 +273,7 @@ public:
                 return;
             }
             case action::what::raise:
-                throw std::runtime_error(std::string("fake node: async_exec throws on ") + to_string(r.kind));
+                throw std::runtime_error(std::string("fake node: async_exec throws on ") + to_string(kind));
         }
     }
 

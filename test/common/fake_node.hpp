@@ -42,6 +42,7 @@ struct exec_record {
     std::chrono::milliseconds timeout{0};
     std::string routing_key;
     std::size_t index = 0;  ///< how many requests of the same kind this node received before this one
+    bool batched = false;   ///< an extension that came in the watchdog's batch (one request for many leases)
 };
 
 /// The outcome a policy picks for one request.

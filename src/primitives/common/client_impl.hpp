@@ -2,6 +2,7 @@
 #pragma once
 
 #include "primitives/common/attempt_gate.hpp"
+#include "primitives/common/lease_keeper.hpp"
 #include "primitives/common/release_wakeups.hpp"
 #include "quorum/node_set.hpp"
 
@@ -18,7 +19,9 @@ namespace redlock::detail {
 class client_impl {
 public:
     client_impl(const boost::asio::any_io_executor& ex, std::vector<node_config> configs, const node_factory& factory)
-        : nodes_(ex, std::move(configs), factory), wakeups_(release_wakeups::make(nodes_))
+        : nodes_(ex, std::move(configs), factory),
+          wakeups_(release_wakeups::make(nodes_)),
+          keeper_(std::make_shared<lease_keeper>(nodes_.strand()))
     {}
 
     node_set& nodes() noexcept { return nodes_; }
@@ -27,6 +30,7 @@ public:
     const boost::asio::any_io_executor& io_executor() const noexcept { return nodes_.io_executor(); }
     release_wakeups& wakeups() noexcept { return *wakeups_; }
     attempt_gates& gates() noexcept { return gates_; }
+    lease_keeper& keeper() noexcept { return *keeper_; }
     /// False once a node rejected the plain-command acquire (SET NX GET) that the script acquire replaces:
     /// an ACL without those commands, a proxy. On the strand.
     bool plain_acquire_usable() const noexcept { return plain_acquire_usable_; }
@@ -40,6 +44,7 @@ private:
     node_set nodes_;
     std::shared_ptr<release_wakeups> wakeups_;
     attempt_gates gates_;
+    std::shared_ptr<lease_keeper> keeper_;
     bool plain_acquire_usable_ = true;
 };
 

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace redlock::detail {
 
@@ -26,6 +27,13 @@ public:
     virtual request repair() const = 0;
 };
 
+/// One lease in a batched extension.
+struct batch_entry {
+    const std::vector<std::string>* keys;
+    const std::string* token;
+    std::chrono::milliseconds ttl;
+};
+
 struct lease_protocol {
     std::string routing_key;  ///< the hash slot of everything the lease touches
     std::size_t quorum = 0;   ///< yes votes an extension or a release needs
@@ -37,6 +45,12 @@ struct lease_protocol {
     /// that lapsed while the node was slow). While a quorum holds the lease nobody else can hold it, so taking
     /// the keys back there is safe, and it keeps a long lease from dying of one node restart after another.
     bool (*needs_repair)(const response& reply) = nullptr;
+    /// Optional: one request that extends many leases of this protocol; each node answers an array whose
+    /// element j reads, by `extended`, as entries[j]'s own extension would. The watchdog batches the leases
+    /// due together with it; without it (and for async_extend) each lease extends alone.
+    using batch_extend_fn = request (*)(const std::vector<batch_entry>& entries,
+                                        std::chrono::milliseconds node_timeout);
+    batch_extend_fn extend_batch = nullptr;
 };
 
 /// How long a lease lives and how the watchdog keeps it.
@@ -46,6 +60,7 @@ struct lease_timing {
     bool watchdog = false;
     std::chrono::milliseconds extend_interval{0};  ///< 0: ttl / 3
     std::chrono::milliseconds max_hold{0};         ///< 0: no limit
+    std::chrono::milliseconds node_timeout{0};     ///< of each extension on each node
 };
 
 }  // namespace redlock::detail

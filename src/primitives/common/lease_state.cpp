@@ -26,8 +26,7 @@ lease_state::lease_state(std::shared_ptr<client_impl> client, lease_protocol pro
       fencing_token_(fencing_token),
       valid_until_(valid_until.time_since_epoch().count()),
       acquired_at_(granted_at),
-      granted_at_(granted_at),
-      keeper_timer_(client_->strand())
+      granted_at_(granted_at)
 {}
 
 const std::shared_ptr<const request>& lease_state::extend_request()
@@ -44,43 +43,116 @@ const std::shared_ptr<const request>& lease_state::release_request()
 
 void lease_state::start()
 {
-    auto self = shared_from_this();
-    asio::co_spawn(client_->strand(), keep(self), [self](std::exception_ptr e) {
-        // The keeper ends by returning. If it failed instead, nobody extends the lease any more: say so now
-        // rather than let the holder believe it is protected.
-        if (e) asio::dispatch(self->strand(), [self] { self->declare_lost("the watchdog failed"); });
-    });
+    schedule_next();
 }
 
-asio::awaitable<void> lease_state::keep(std::shared_ptr<lease_state> self)
+watchdog_plan lease_state::plan() const
 {
-    const auto& t = self->timing_;
-    watchdog_plan plan;
-    plan.enabled = t.watchdog;
-    plan.interval = t.extend_interval.count() > 0 ? t.extend_interval : t.ttl / 3;
-    plan.retry = std::max(ms(1), std::min(plan.interval / 4, ms(100)));
-    if (t.max_hold.count() > 0 &&
-        t.max_hold < std::chrono::duration_cast<ms>(clock::time_point::max() - self->acquired_at_))
-        plan.stop_extending_at = self->acquired_at_ + t.max_hold;  // a max_hold past the clock's range: no limit
+    const auto& t = timing_;
+    watchdog_plan p;
+    p.enabled = t.watchdog;
+    p.interval = t.extend_interval.count() > 0 ? t.extend_interval : t.ttl / 3;
+    p.retry = std::max(ms(1), std::min(p.interval / 4, ms(100)));
+    if (t.max_hold.count() > 0 && t.max_hold < std::chrono::duration_cast<ms>(clock::time_point::max() - acquired_at_))
+        p.stop_extending_at = acquired_at_ + t.max_hold;  // a max_hold past the clock's range: no limit
+    return p;
+}
 
-    while (self->status_ == status::held) {
-        const auto step = next_watchdog_step(plan, self->granted_at_, self->last_extension_failed_, clock::now(),
-                                             self->valid_until());
-        self->keeper_timer_.expires_at(step.at);
-        co_await self->keeper_timer_.async_wait(asio::as_tuple(asio::use_awaitable));  // also woken early
-        if (self->status_ != status::held) break;
-        const auto now = clock::now();
-        if (now >= self->valid_until()) {
-            // Also after a process pause: no extension counts once the local validity has ended.
-            self->declare_lost(self->last_extension_failed_
-                                   ? "its validity ended without a successful extension: " +
-                                         self->last_extension_failure_
-                                   : std::string("its validity ended (no extension was due: watchdog off, or "
-                                                 "max_hold reached)"));
-            break;
-        }
-        if (step.what == watchdog_step::action::extend && now >= step.at) co_await extend_once(self, nullptr);
+void lease_state::schedule_next()
+{
+    unschedule();
+    if (status_ != status::held) return;
+    const auto p = plan();
+    next_step_ = next_watchdog_step(p, granted_at_, last_extension_failed_, clock::now(), valid_until());
+    keeper_entry_ = client_->keeper().schedule(shared_from_this(), next_step_.at);
+}
+
+std::chrono::milliseconds lease_state::early_by() const
+{
+    if (next_step_.what != watchdog_step::action::extend) return ms(0);  // never lost early
+    return std::min(lease_keeper::batch_window, plan().interval / 10);
+}
+
+void lease_state::unschedule()
+{
+    if (keeper_entry_) client_->keeper().unschedule(*keeper_entry_);
+    keeper_entry_.reset();
+}
+
+bool lease_state::due(clock::time_point now)
+{
+    if (status_ != status::held) return false;
+    if (now >= valid_until()) {
+        // Also after a process pause: no extension counts once the local validity has ended.
+        declare_lost(last_extension_failed_
+                         ? "its validity ended without a successful extension: " + last_extension_failure_
+                         : std::string("its validity ended (no extension was due: watchdog off, or max_hold reached)"));
+        return false;
     }
+    if (next_step_.what == watchdog_step::action::extend && now + early_by() >= next_step_.at) return true;
+    schedule_next();  // early: the validity moved (an extension by the holder)
+    return false;
+}
+
+asio::awaitable<void> lease_state::extend_alone(std::shared_ptr<lease_state> self)
+{
+    try {
+        co_await extend_once(self, nullptr);
+        self->schedule_next();
+    } catch (...) {
+        // Nobody extends the lease any more: say so now rather than let the holder believe it is protected.
+        self->declare_lost("the watchdog failed");
+    }
+}
+
+asio::awaitable<void> lease_state::extend_batch(std::vector<std::shared_ptr<lease_state>> leases)
+{
+    try {
+        auto& client = *leases.front()->client_;
+        std::vector<batch_entry> entries;
+        entries.reserve(leases.size());
+        auto deadline = clock::time_point::max();
+        auto node_timeout = ms::max();
+        for (const auto& l : leases) {
+            entries.push_back({&l->keys_, &l->token_, l->timing_.ttl});
+            deadline = std::min(deadline, l->valid_until());
+            node_timeout = std::min(node_timeout, l->timing_.node_timeout);
+        }
+        auto req = std::make_shared<const request>(leases.front()->protocol_.extend_batch(entries, node_timeout));
+        const auto start = clock::now();
+        // Every node's answer (or its deadline, or the first validity to end): each lease then tallies its own.
+        auto batch = co_await client.nodes().fan_out(std::move(req), {}, answered, client.nodes().size(),
+                                                     until::all_answered, deadline);
+        for (std::size_t j = 0; j < leases.size(); ++j) {
+            auto& l = leases[j];
+            if (l->status_ == status::held) l->conclude_extension(start, l->share_of(*batch, j), nullptr);
+            l->schedule_next();
+        }
+    } catch (...) {
+        for (auto& l : leases) l->declare_lost("the watchdog failed");
+    }
+}
+
+std::shared_ptr<fan_out_state> lease_state::share_of(const fan_out_state& batch, std::size_t j) const
+{
+    const auto n = batch.replies.size();
+    auto share = std::make_shared<fan_out_state>(client_->strand(), nullptr, n, protocol_.quorum);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!batch.answered(i)) continue;
+        auto ec = *batch.results[i];
+        const auto& reply = batch.replies[i];
+        if (!ec) {
+            if (reply.size() == 1 && reply[0].data_type == resp::type::array && j < reply[0].elements.size())
+                share->replies[i].push_back(reply[0].elements[j]);
+            else
+                ec = make_error_code(error::protocol_error);
+        }
+        share->results[i] = ec;
+        share->votes[i] = protocol_.extended(ec, share->replies[i]);
+        share->tally.add(share->votes[i]);
+    }
+    share->expired = batch.expired && share->tally.decide() == quorum_tally::decision::pending;
+    return share;
 }
 
 asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state> self, diagnostics* diag)
@@ -90,40 +162,45 @@ asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state
     auto result = co_await self->client_->nodes().fan_out(self->extend_request(), self->protocol_.routing_key,
                                                           self->protocol_.extended, self->protocol_.quorum,
                                                           until::decided, self->valid_until());
-    if (diag) access::set_nodes(*diag, result->outcomes(self->client_->nodes().names()));
-    if (self->status_ != status::held)
-        co_return make_error_code(self->status_ == status::lost ? error::lost : error::not_owner);
-    if (result->cancelled) co_return make_error_code(asio::error::operation_aborted);
-    const auto outcome = decide_extend(result->tally, result->expired, clock::now() >= self->valid_until());
+    co_return self->conclude_extension(start, std::move(result), diag);
+}
+
+error_code lease_state::conclude_extension(clock::time_point start, std::shared_ptr<fan_out_state> result,
+                                           diagnostics* diag)
+{
+    if (diag) access::set_nodes(*diag, result->outcomes(client_->nodes().names()));
+    if (status_ != status::held) return make_error_code(status_ == status::lost ? error::lost : error::not_owner);
+    if (result->cancelled) return make_error_code(asio::error::operation_aborted);
+    const auto outcome = decide_extend(result->tally, result->expired, clock::now() >= valid_until());
     if (!outcome.ec) {
-        const auto until = detail::valid_until(start, self->timing_.ttl, self->timing_.drift_factor);
-        self->granted_at_ = start;
-        if (until > self->valid_until()) self->set_valid_until(until);
-        self->last_extension_failed_ = false;
-        self->keeper_timer_.cancel();  // reschedule from the new grant
-        if (self->protocol_.needs_repair)
-            asio::co_spawn(self->strand(), repair(self, std::move(result)), [](std::exception_ptr) {});
-        co_return error_code{};
+        const auto until = detail::valid_until(start, timing_.ttl, timing_.drift_factor);
+        granted_at_ = start;
+        if (until > valid_until()) set_valid_until(until);
+        last_extension_failed_ = false;
+        if (keeper_entry_) schedule_next();  // from the new grant
+        if (protocol_.needs_repair)
+            asio::co_spawn(strand(), repair(shared_from_this(), std::move(result)), [](std::exception_ptr) {});
+        return {};
     }
-    self->last_extension_failed_ = true;
-    self->last_extension_failure_ = tally_text(result->tally, "extended", "not ours");
-    if (diag) access::set_client_message(*diag, "the extension failed: " + self->last_extension_failure_);
-    if (!outcome.lease_lost) co_return outcome.ec;
+    last_extension_failed_ = true;
+    last_extension_failure_ = tally_text(result->tally, "extended", "not ours");
+    if (diag) access::set_client_message(*diag, "the extension failed: " + last_extension_failure_);
+    if (!outcome.lease_lost) return outcome.ec;
     // A grant that arrives after the validity ended does not revive the lease; "not ours" on so many nodes that
     // no quorum can be ours means it is gone, whether another owner holds the keys or they are missing
     // (restarted empty, expired).
-    const auto missing = self->nodes_missing_keys(*result).size();
+    const auto missing = nodes_missing_keys(*result).size();
     if (outcome.ec == error::lost) {
-        self->declare_lost("an extension completed after the validity had ended");
+        declare_lost("an extension completed after the validity had ended");
     } else if (missing > 0) {
-        self->declare_lost("our keys are missing on " + std::to_string(missing) + " of " +
-                           std::to_string(result->tally.nodes()) +
-                           " nodes (restarted without persistence, or expired): " + self->last_extension_failure_);
-        co_return make_error_code(error::lost);
+        declare_lost("our keys are missing on " + std::to_string(missing) + " of " +
+                     std::to_string(result->tally.nodes()) +
+                     " nodes (restarted without persistence, or expired): " + last_extension_failure_);
+        return make_error_code(error::lost);
     } else {
-        self->declare_lost("an extension found other owners: " + self->last_extension_failure_);
+        declare_lost("an extension found other owners: " + last_extension_failure_);
     }
-    co_return outcome.ec;
+    return outcome.ec;
 }
 
 std::vector<std::size_t> lease_state::nodes_missing_keys(const fan_out_state& extension) const
@@ -182,7 +259,7 @@ bool lease_state::stop_holding()
 {
     if (status_ == status::released) return false;
     status_ = status::released;
-    keeper_timer_.cancel();
+    unschedule();
     finish_waiters(asio::error::operation_aborted);
     return true;
 }
@@ -218,7 +295,7 @@ void lease_state::declare_lost(std::string why)
     status_ = status::lost;
     lost_why_ = std::move(why);
     lost_.store(true, std::memory_order_relaxed);
-    keeper_timer_.cancel();
+    unschedule();
     finish_waiters(error::lost);
 }
 

@@ -1,19 +1,21 @@
-// The shared state of a lease, kept on the client's strand, and the keeper coroutine that extends it
-// (watchdog) and declares it lost at its validity deadline. Every primitive's lease is one of these, with its
-// own lease_protocol.
+// The shared state of a lease, kept on the client's strand. The client's lease_keeper wakes it when an
+// extension is due (watchdog) and at its validity deadline, where it is declared lost. Every primitive's lease
+// is one of these, with its own lease_protocol.
 #pragma once
 
 #include "common/completion.hpp"
 #include "primitives/common/client_impl.hpp"
+#include "primitives/common/lease_keeper.hpp"
 #include "primitives/common/lease_protocol.hpp"
+#include "primitives/common/watchdog_schedule.hpp"
 
 #include <redlock/diagnostics.hpp>
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 
 namespace redlock::detail {
 
@@ -37,8 +39,22 @@ public:
     strand_type& strand() noexcept { return client_->strand(); }
     const boost::asio::any_io_executor& io_executor() const noexcept { return client_->io_executor(); }
 
-    /// Starts the keeper; call once, on the strand, right after construction.
+    /// Hands the lease to the client's keeper; call once, on the strand, right after construction.
     void start();
+
+    // For the keeper, on the strand.
+    /// The scheduled time came: declares the lease lost if its validity ended; true if an extension is due now.
+    bool due(clock::time_point now);
+    /// How long before its time the next step may run: an extension up to a tenth of its interval (at most
+    /// lease_keeper::batch_window), so that leases due close together share a batch; a loss never.
+    std::chrono::milliseconds early_by() const;
+    /// The keeper took the lease off its schedule.
+    void unscheduled() noexcept { keeper_entry_.reset(); }
+    lease_protocol::batch_extend_fn batch_extend() const noexcept { return protocol_.extend_batch; }
+    /// One due extension, alone or in a batch (one request per node for every lease of `leases`, which share a
+    /// protocol); each lease is then scheduled again.
+    static boost::asio::awaitable<void> extend_alone(std::shared_ptr<lease_state> self);
+    static boost::asio::awaitable<void> extend_batch(std::vector<std::shared_ptr<lease_state>> leases);
 
     // The operations own the state while they run: the lease may be destroyed meanwhile.
     static boost::asio::awaitable<std::tuple<error_code>> extend(std::shared_ptr<lease_state> self, diagnostics* diag);
@@ -50,8 +66,15 @@ public:
     void release_in_background();
 
 private:
-    static boost::asio::awaitable<void> keep(std::shared_ptr<lease_state> self);
     static boost::asio::awaitable<error_code> extend_once(std::shared_ptr<lease_state> self, diagnostics* diag);
+    // What an extension that started at `start` and ended with `result` does to the lease.
+    error_code conclude_extension(clock::time_point start, std::shared_ptr<fan_out_state> result, diagnostics* diag);
+    // This lease's part of a batched extension: element `j` of each node's reply, as its own fan-out.
+    std::shared_ptr<fan_out_state> share_of(const fan_out_state& batch, std::size_t j) const;
+    watchdog_plan plan() const;
+    // Puts the lease on the keeper's schedule for its next step (replacing the one it has).
+    void schedule_next();
+    void unschedule();
     void declare_lost(std::string why);
     // The nodes whose answer to `extension` says our keys are missing there and nobody else holds them.
     std::vector<std::size_t> nodes_missing_keys(const fan_out_state& extension) const;
@@ -85,7 +108,8 @@ private:
     clock::time_point granted_at_;  // start of the attempt whose grant is in force
     bool last_extension_failed_ = false;
     std::string last_extension_failure_;
-    boost::asio::steady_timer keeper_timer_;
+    watchdog_step next_step_{watchdog_step::action::lose, {}};
+    std::optional<lease_keeper::entry> keeper_entry_;
     struct waiter {
         std::uint64_t id;
         pending_completion<> done;

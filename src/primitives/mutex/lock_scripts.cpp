@@ -114,6 +114,32 @@ return 1
     return s;
 }
 
+const script& extend_many()
+{
+    static const script s(R"lua(
+local results, k = {}, 1
+for a = 1, #ARGV, 3 do
+  local n, token, ttl = tonumber(ARGV[a]), ARGV[a + 1], ARGV[a + 2]
+  local result = 1
+  for i = k, k + n - 1 do
+    local owner = redis.call('GET', KEYS[i])
+    if owner == false then
+      if result == 1 then result = 0 end
+    elseif owner ~= token then
+      result = -1
+    end
+  end
+  if result == 1 then
+    for i = k, k + n - 1 do redis.call('PEXPIRE', KEYS[i], ttl) end
+  end
+  results[#results + 1] = result
+  k = k + n
+end
+return results
+)lua");
+    return s;
+}
+
 const script& release()
 {
     // pcall: a PUBLISH the user may not make (an ACL without channel rights) must not turn the DEL that
@@ -180,6 +206,21 @@ request extend_request(const std::vector<std::string>& keys, const std::string& 
 {
     request req;
     req.push_script(extend(), keys, {token, std::to_string(ttl.count())});
+    req.set_timeout(node_timeout);
+    return req;
+}
+
+request extend_batch_request(const std::vector<batch_entry>& leases, std::chrono::milliseconds node_timeout)
+{
+    std::vector<std::string> keys, args;
+    for (const auto& lease : leases) {
+        keys.insert(keys.end(), lease.keys->begin(), lease.keys->end());
+        args.push_back(std::to_string(lease.keys->size()));
+        args.push_back(*lease.token);
+        args.push_back(std::to_string(lease.ttl.count()));
+    }
+    request req;
+    req.push_script(extend_many(), keys, args);
     req.set_timeout(node_timeout);
     return req;
 }

@@ -1,6 +1,7 @@
 // The Lua scripts of the mutex and how their answers count as votes.
 #pragma once
 
+#include "primitives/common/lease_protocol.hpp"
 #include "quorum/tally.hpp"
 
 #include <redlock/error.hpp>
@@ -43,6 +44,10 @@ const script& commit_fence();
 /// when another token holds one.
 const script& extend();
 
+/// extend() for many leases at once (the watchdog's batches). ARGV: per lease its key count, token and ttl;
+/// KEYS: the leases' keys, in the same order. Returns an array with extend()'s answer for each lease.
+const script& extend_many();
+
 /// KEYS: the lock keys; ARGV: token, release id, then the release channel of each key. Deletes the keys that
 /// hold the token and publishes the release id on their channels, so a waiter retries at once (the same id
 /// from N nodes is one release; each release has its own id). A refused PUBLISH does not fail the release.
@@ -63,6 +68,8 @@ request commit_request(const std::vector<std::string>& keys, const std::string& 
                        std::chrono::milliseconds node_timeout);
 request extend_request(const std::vector<std::string>& keys, const std::string& token, std::chrono::milliseconds ttl,
                        std::chrono::milliseconds node_timeout);
+/// One request for a batch of leases (extend_many()).
+request extend_batch_request(const std::vector<batch_entry>& leases, std::chrono::milliseconds node_timeout);
 /// `release_id`: unique to this release (waiters de-duplicate the N nodes' messages by it).
 request release_request(const std::vector<std::string>& keys, const std::string& token, std::string_view release_id,
                         std::chrono::milliseconds node_timeout);

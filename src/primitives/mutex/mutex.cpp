@@ -97,6 +97,7 @@ struct lock_call final : lease_requests {
         p.extended = lock_scripts::classify_extend;
         p.released = lock_scripts::classify_release;
         p.needs_repair = lock_scripts::lost_key;
+        p.extend_batch = lock_scripts::extend_batch_request;
         p.requests = std::move(call);
         return p;
     }
@@ -204,7 +205,7 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, s
         call->release_attempt(n);  // on all N nodes: a late grant may still land on the silent ones
         co_return out;
     }
-    lease_timing timing{o.ttl, o.drift_factor, o.watchdog, o.extend_interval, o.max_hold};
+    lease_timing timing{o.ttl, o.drift_factor, o.watchdog, o.extend_interval, o.max_hold, o.node_timeout};
     out.granted = std::make_shared<lease_state>(call->client, lock_call::protocol(call), timing, call->keys,
                                                 call->token, fence, start, until);
     out.granted->start();
