@@ -200,6 +200,7 @@ public:
             r.timeout = req.timeout();
             r.routing_key = std::string(routing_key);
             r.batched = true;
+            r.request = requests_;
             for (std::size_t k = 0; k < std::stoul(p[a]); ++k) r.keys.push_back(p.at(key++));
             r.args = {p[a + 1], p[a + 2]};
             r.index = counts_[r.kind]++;
@@ -211,6 +212,7 @@ public:
             else if (!other)
                 other = std::move(one);
         }
+        ++requests_;
         if (closed_) return complete(ex, std::move(h), make_error_code(error::closed));
         if (!other)
             other = delay.count() > 0 ? action::delayed(delay, std::move(replies)) : action::reply(std::move(replies));
@@ -240,6 +242,7 @@ public:
             r.args = {words[2], words[5]};
         }
         r.index = counts_[r.kind]++;
+        r.request = requests_++;
         received_.push_back(r);
         if (closed_) return complete(ex, std::move(h), make_error_code(error::closed));
 
@@ -342,6 +345,7 @@ private:
     bool closed_ = false;
     bool destroyed_ = false;
     std::uint32_t server_version_ = 60200;
+    std::size_t requests_ = 0;
 };
 
 class fake_node final : public node {

@@ -41,8 +41,9 @@ struct exec_record {
                                     ///< (set_acquire: the SET's key, then its token and ttl)
     std::chrono::milliseconds timeout{0};
     std::string routing_key;
-    std::size_t index = 0;  ///< how many requests of the same kind this node received before this one
-    bool batched = false;   ///< an extension that came in the watchdog's batch (one request for many leases)
+    std::size_t index = 0;    ///< how many requests of the same kind this node received before this one
+    bool batched = false;     ///< an extension that came in the watchdog's batch (one request for many leases)
+    std::size_t request = 0;  ///< which async_exec of this node carried it (0, 1, ...)
 };
 
 /// The outcome a policy picks for one request.
