@@ -48,6 +48,8 @@ public:
 
     /// Runs `req`, whose keys all share the hash slot of `routing_key`, and stores the replies in `resp`, as
     /// connection::async_exec does (its deadline is req.timeout()). `req` and `resp` outlive the operation.
+    /// An empty `routing_key`: the keys span hash slots (the watchdog's batched extension of many leases); a
+    /// node that routes by slot must split such a request or fail it.
     virtual void async_exec(const request& req, response& resp, std::string_view routing_key, completion handler) = 0;
 
     /// Subscribes to `channels` (all in the hash slot of their first one); completes once the node confirmed
