@@ -115,6 +115,9 @@ private:
     template <class Views>
     void append(const Views& views)
     {
+        std::size_t size = 16;  // the array header; each bulk string adds its header and CRLF
+        for (std::string_view v : views) size += v.size() + 16;
+        payload_.reserve(payload_.size() + size);  // one allocation per command, not one per argument
         resp::append_command(payload_, views);
         ++commands_;
         count_replies(views[0], views.size() - 1);

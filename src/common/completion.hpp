@@ -42,7 +42,8 @@ public:
 
     void complete(error_code ec, Ts... values)
     {
-        // Posted through the I/O executor (so never inline), then run on the handler's executor.
+        // Posted through the I/O executor (so never inline), then run on the handler's executor (a type-erased
+        // completion executor cannot be posted to directly).
         auto work = std::move(work_);
         boost::asio::post(io_executor_,
                           boost::asio::bind_executor(work, [handler = std::move(handler_), slot = slot_, ec,
@@ -84,27 +85,30 @@ void spawn_op(strand_type strand, const boost::asio::any_io_executor& io_executo
               boost::asio::any_completion_handler<void(error_code, Ts...)> handler)
 {
     auto done = std::make_shared<pending_completion<Ts...>>(std::move(handler), io_executor);
+    auto finish = [done](std::exception_ptr ep, std::tuple<error_code, Ts...> result) {
+        if (ep) {
+            try {
+                std::rethrow_exception(ep);
+            } catch (const boost::system::system_error& e) {
+                std::get<0>(result) = e.code();
+            } catch (...) {
+                std::get<0>(result) = boost::asio::error::fault;
+            }
+        }
+        std::apply([&](error_code ec, Ts&... values) { done->complete(ec, std::move(values)...); }, result);
+    };
+    auto slot = done->slot();
+    if (!slot.is_connected()) return boost::asio::co_spawn(strand, std::move(op), std::move(finish));
     auto signal = std::make_shared<boost::asio::cancellation_signal>();
-    if (auto slot = done->slot(); slot.is_connected()) {
-        slot.assign([signal, strand](boost::asio::cancellation_type_t type) {
-            boost::asio::dispatch(strand, [signal, type] { signal->emit(type); });
-        });
-    }
-    boost::asio::co_spawn(
-        strand, std::move(op),
-        boost::asio::bind_cancellation_slot(
-            signal->slot(), [done, signal](std::exception_ptr ep, std::tuple<error_code, Ts...> result) {
-                if (ep) {
-                    try {
-                        std::rethrow_exception(ep);
-                    } catch (const boost::system::system_error& e) {
-                        std::get<0>(result) = e.code();
-                    } catch (...) {
-                        std::get<0>(result) = boost::asio::error::fault;
-                    }
-                }
-                std::apply([&](error_code ec, Ts&... values) { done->complete(ec, std::move(values)...); }, result);
-            }));
+    slot.assign([signal, strand](boost::asio::cancellation_type_t type) {
+        boost::asio::dispatch(strand, [signal, type] { signal->emit(type); });
+    });
+    boost::asio::co_spawn(strand, std::move(op),
+                          boost::asio::bind_cancellation_slot(
+                              signal->slot(), [finish = std::move(finish), signal](
+                                                  std::exception_ptr ep, std::tuple<error_code, Ts...> result) mutable {
+                                  finish(ep, std::move(result));
+                              }));
 }
 
 }  // namespace redlock::detail

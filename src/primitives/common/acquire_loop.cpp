@@ -65,14 +65,17 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
 {
     asio::steady_timer pause(client->strand());
     release_watch watch(client->wakeups(), plan.channels, pause);
-    asio::steady_timer gate_wait(client->strand());
+    std::optional<asio::steady_timer> gate_wait;  // only when another attempt of this client holds the gate
 
     for (std::uint64_t n = 1;; ++n) {
         attempt_result result;
         {
             gate_pass gate(client->gates(), plan.gate_id);
-            if (!co_await gate.enter(gate_wait))
-                co_return std::tuple{make_error_code(asio::error::operation_aborted), nullptr};
+            if (!gate.try_enter()) {
+                if (!gate_wait) gate_wait.emplace(client->strand());
+                if (!co_await gate.enter(*gate_wait))
+                    co_return std::tuple{make_error_code(asio::error::operation_aborted), nullptr};
+            }
             result = co_await attempt(n);
         }  // the outcome is known: the client's next waiter may try
         if (!result.failure) co_return std::tuple{error_code{}, std::move(result.granted)};

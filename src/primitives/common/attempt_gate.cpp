@@ -51,7 +51,7 @@ void attempt_gates::leave(const std::string& id)
         return;
     }
     auto* next = gate->second.front();  // the gate stays taken: it passes to the longest waiting
-    gate->second.pop_front();
+    gate->second.erase(gate->second.begin());
     next->cancel();
 }
 

@@ -5,9 +5,9 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <deque>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace redlock::detail {
 
@@ -15,6 +15,8 @@ namespace redlock::detail {
 /// queue FIFO and each is handed the gate in turn.
 class attempt_gates {
 public:
+    /// Takes the gate `id` if it is free (no waiting, no coroutine); false if it is taken.
+    bool try_enter(const std::string& id) { return gates_.try_emplace(id).second; }
     /// Waits (on `timer`, which must stay alive until this returns) until the gate `id` is free and takes it;
     /// false if the calling coroutine was cancelled first. The holder must call leave.
     boost::asio::awaitable<bool> enter(const std::string& id, boost::asio::steady_timer& timer);
@@ -22,7 +24,7 @@ public:
     void leave(const std::string& id);
 
 private:
-    std::unordered_map<std::string, std::deque<boost::asio::steady_timer*>> gates_;  // taken gates, their waiters
+    std::unordered_map<std::string, std::vector<boost::asio::steady_timer*>> gates_;  // taken gates, their waiters
 };
 
 /// Holds a gate for a scope: leaves it on destruction, whatever path leaves the scope.
@@ -33,6 +35,12 @@ public:
     gate_pass(const gate_pass&) = delete;
     gate_pass& operator=(const gate_pass&) = delete;
 
+    /// Takes the gate if it is free, at once.
+    bool try_enter()
+    {
+        held_ = gates_.try_enter(id_);
+        return held_;
+    }
     boost::asio::awaitable<bool> enter(boost::asio::steady_timer& timer)
     {
         held_ = co_await gates_.enter(id_, timer);

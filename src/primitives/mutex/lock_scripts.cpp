@@ -228,6 +228,12 @@ request extend_batch_request(const std::vector<batch_entry>& leases, std::chrono
 request release_request(const std::vector<std::string>& keys, const std::string& token, std::string_view release_id,
                         std::chrono::milliseconds node_timeout)
 {
+    if (keys.size() == 1) {  // every release of a one-key lock: no vectors of copies
+        request req;
+        req.push_script(release(), {keys.front()}, {token, release_id, release_channel(keys.front())});
+        req.set_timeout(node_timeout);
+        return req;
+    }
     std::vector<std::string> args{token, std::string(release_id)};
     for (const auto& key : keys) args.push_back(release_channel(key));
     request req;
