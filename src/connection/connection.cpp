@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -60,7 +61,8 @@ public:
           writer_wakeup_(strand_),
           health_timer_(strand_),
           backoff_timer_(strand_),
-          connect_timer_(strand_)
+          connect_timer_(strand_),
+          deadline_timer_(strand_)
     {}
 
     strand_type& strand() noexcept { return strand_; }
@@ -85,6 +87,11 @@ public:
             self->message_handler_ = std::move(h);
         });
     }
+
+    // The deadlines of the requests in flight (on the strand): one timer for all of them, not one per request.
+    using deadline_entry = std::multimap<clock::time_point, exec_op*>::iterator;
+    deadline_entry add_deadline(clock::time_point at, exec_op* op);
+    void remove_deadline(deadline_entry e) { deadlines_.erase(e); }
 
     // Queues an entry for the writer (on the strand).
     void submit(std::shared_ptr<exec_entry> entry)
@@ -143,6 +150,11 @@ private:
     asio::steady_timer health_timer_;
     asio::steady_timer backoff_timer_;
     asio::steady_timer connect_timer_;
+    asio::steady_timer deadline_timer_;
+    std::multimap<clock::time_point, exec_op*> deadlines_;
+    clock::time_point deadline_armed_ = clock::time_point::max();
+    void arm_deadline_timer();
+    void on_deadline_timer();
     std::uint64_t connect_generation_ = 0;
     bool connect_timed_out_ = false;
     std::vector<connect_waiter> connect_waiters_;
@@ -171,9 +183,13 @@ public:
           strand_(conn->strand()),
           request_(&req),
           response_(resp != nullptr ? resp : &ignored_),
-          completion_(std::move(handler), conn->io_executor()),
-          deadline_(strand_)
+          completion_(std::move(handler), conn->io_executor())
     {}
+    ~exec_op() override
+    {
+        if (!deadline_) return;
+        if (auto conn = conn_.lock()) conn->remove_deadline(*deadline_);
+    }
     exec_op(std::shared_ptr<connection_impl> conn, std::shared_ptr<pubsub_call> call, completion handler)
         : exec_op(std::move(conn), call->req, &call->resp, std::move(handler))
     {
@@ -201,10 +217,7 @@ public:
             });
         }
         auto timeout = request_->timeout().count() > 0 ? request_->timeout() : conn->config().request_timeout;
-        deadline_.expires_after(timeout);
-        deadline_.async_wait([weak = weak_from_this()](error_code ec) {
-            if (auto self = weak.lock(); self && !ec) self->on_deadline();
-        });
+        deadline_ = conn->add_deadline(clock::now() + timeout, this);
         conn->load_scripts(*request_);
         conn->submit(shared_from_this());
     }
@@ -267,14 +280,18 @@ private:
         complete(asio::error::operation_aborted);
     }
 
+public:
+    // The request's deadline passed (called by the connection's deadline timer).
     void on_deadline()
     {
+        deadline_.reset();  // the connection took it off its list
         if (done_) return;
         auto conn = conn_.lock();
         if (conn && !conn->mpx().remove(*this)) abandon(*conn);
         complete(error::timeout);
     }
 
+private:
     void abandon(connection_impl& conn)
     {
         conn.mpx().abandon(*this);
@@ -285,7 +302,10 @@ private:
     {
         if (call_) ec = conclude_pubsub(ec);
         done_ = true;
-        deadline_.cancel();
+        if (deadline_) {
+            if (auto conn = conn_.lock()) conn->remove_deadline(*deadline_);
+            deadline_.reset();
+        }
         completion_.complete(ec);
     }
 
@@ -314,7 +334,7 @@ private:
     response* response_;
     response ignored_;
     pending_completion<> completion_;
-    asio::steady_timer deadline_;
+    std::optional<connection_impl::deadline_entry> deadline_;  // on the connection's list while set
     request fallback_request_;
     response fallback_response_;
     std::vector<std::size_t> fallback_indexes_;
@@ -411,6 +431,35 @@ void connection_impl::start_connect(diagnostics* diag, completion handler)
             });
         }
     });
+}
+
+connection_impl::deadline_entry connection_impl::add_deadline(clock::time_point at, exec_op* op)
+{
+    auto e = deadlines_.emplace(at, op);
+    if (at < deadline_armed_) arm_deadline_timer();
+    return e;
+}
+
+void connection_impl::arm_deadline_timer()
+{
+    deadline_armed_ = deadlines_.empty() ? clock::time_point::max() : deadlines_.begin()->first;
+    if (deadlines_.empty()) return;
+    deadline_timer_.expires_at(deadline_armed_);
+    deadline_timer_.async_wait([weak = weak_from_this()](error_code ec) {
+        if (auto self = weak.lock(); self && !ec) self->on_deadline_timer();
+    });
+}
+
+void connection_impl::on_deadline_timer()
+{
+    const auto now = clock::now();
+    std::vector<std::shared_ptr<exec_op>> expired;
+    while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+        expired.push_back(deadlines_.begin()->second->shared_from_this());  // alive while it completes
+        deadlines_.erase(deadlines_.begin());
+    }
+    for (auto& op : expired) op->on_deadline();
+    arm_deadline_timer();
 }
 
 void connection_impl::close()

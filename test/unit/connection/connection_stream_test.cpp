@@ -260,6 +260,48 @@ BOOST_AUTO_TEST_CASE(an_abandoned_request_does_not_receive_a_later_reply)
     });
 }
 
+// One timer serves every request's deadline: a request sent after a slower one, with a shorter deadline, still
+// times out at its own deadline, and requests that were answered never time out.
+BOOST_AUTO_TEST_CASE(each_request_times_out_at_its_own_deadline)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    node.read_size = 4096;
+    node.reply = [&](const std::vector<std::string>& cmd) -> std::string {
+        if (cmd[0] == "ECHO" && cmd[1].starts_with("silent")) return {};
+        return default_replies(cmd);
+    };
+    auto conn = node.make();
+    std::optional<error_code> slow_result;  // outlives the coroutine: the close below completes it later
+    auto slow = echo("silent-long");
+    response slow_out;
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect(asio::use_awaitable);
+        auto answered = echo("answered");
+        answered.set_timeout(60ms);
+        response answered_out;
+        auto [aec] = co_await conn.async_exec(answered, answered_out, use_tuple);
+        BOOST_TEST(!aec);
+
+        slow.set_timeout(3000ms);
+        conn.async_exec(slow, slow_out, [&](error_code ec) { slow_result = ec; });
+        auto quick = echo("silent-short");
+        quick.set_timeout(80ms);
+        response quick_out;
+        const auto start = std::chrono::steady_clock::now();
+        auto [qec] = co_await conn.async_exec(quick, quick_out, use_tuple);
+        const auto took = std::chrono::steady_clock::now() - start;
+        BOOST_TEST(qec == error::timeout);
+        BOOST_TEST((took >= 80ms && took < 1500ms),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
+        BOOST_TEST(!slow_result.has_value());  // its own deadline is still ahead
+        conn.close();
+    });
+    ctx.restart();
+    for (int i = 0; i < 200 && !slow_result; ++i) ctx.run_for(10ms);
+    BOOST_TEST((slow_result == error::closed));
+}
+
 BOOST_AUTO_TEST_CASE(a_silent_peer_is_detected_by_the_health_check)
 {
     asio::io_context ctx;
