@@ -48,8 +48,8 @@ public:
 
     /// Runs `req`, whose keys all share the hash slot of `routing_key`, and stores the replies in `resp`, as
     /// connection::async_exec does (its deadline is req.timeout()). `req` and `resp` outlive the operation.
-    /// An empty `routing_key`: the keys span hash slots (the watchdog's batched extension of many leases); a
-    /// node that routes by slot must split such a request or fail it.
+    /// An empty `routing_key`: the keys span hash slots (the watchdog's batched extension of many leases); it
+    /// is sent only to nodes whose cross_slot_requests() is true.
     virtual void async_exec(const request& req, response& resp, std::string_view routing_key, completion handler) = 0;
 
     /// Subscribes to `channels` (all in the hash slot of their first one); completes once the node confirmed
@@ -60,6 +60,10 @@ public:
     /// Receives the messages of subscribed channels, on any thread (the node's own); the views are valid only
     /// during the call. Must not block. Replaces any earlier handler.
     virtual void set_message_handler(message_handler handler) = 0;
+
+    /// Whether the node runs one request whose keys span hash slots (one Redis server does; a Cluster node,
+    /// which routes by slot, does not). When a node does not, the watchdog extends each lease alone.
+    virtual bool cross_slot_requests() const { return true; }
 
     /// The server's Redis version, as connection::server_version() (70015 for 7.0.15); 0 when unknown. Newer
     /// commands (SET ... NX GET, Redis >= 7.0) are not sent to a client whose nodes report an older one.

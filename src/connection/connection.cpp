@@ -91,7 +91,14 @@ public:
     // The deadlines of the requests in flight (on the strand): one timer for all of them, not one per request.
     using deadline_entry = std::multimap<clock::time_point, exec_op*>::iterator;
     deadline_entry add_deadline(clock::time_point at, exec_op* op);
-    void remove_deadline(deadline_entry e) { deadlines_.erase(e); }
+    void remove_deadline(deadline_entry e)
+    {
+        deadlines_.erase(e);
+        if (deadlines_.empty()) {  // no timer left to keep the io_context running
+            deadline_timer_.cancel();
+            deadline_armed_ = clock::time_point::max();
+        }
+    }
 
     // Queues an entry for the writer (on the strand).
     void submit(std::shared_ptr<exec_entry> entry)
@@ -473,6 +480,7 @@ void connection_impl::close()
         self->health_timer_.cancel();
         self->backoff_timer_.cancel();
         self->connect_timer_.cancel();
+        self->deadline_timer_.cancel();
         diagnostics diag;
         detail::access::set_client_message(diag, "connection closed");
         self->notify_connect_waiters(error::closed, diag);

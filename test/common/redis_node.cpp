@@ -361,6 +361,17 @@ void redis_node::set_clock(std::int64_t offset_ms, double rate)
     std::this_thread::sleep_for(3ms);
 }
 
+long redis_node::command_stat(const std::string& command, const std::string& field) const
+{
+    const auto info = cli({"INFO", "commandstats"});
+    const auto line_at = info.find("cmdstat_" + command + ":");
+    if (line_at == std::string::npos) return 0;
+    const auto line = info.substr(line_at, info.find('\n', line_at) - line_at);
+    const auto at = line.find(field + "=");
+    if (at == std::string::npos) return 0;
+    return std::stol(line.substr(at + field.size() + 1));
+}
+
 std::string redis_node::cli(std::vector<std::string> args) const
 {
     static const std::string redis_cli = find_executable("redis-cli", "REDLOCK_REDIS_CLI");

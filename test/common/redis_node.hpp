@@ -49,6 +49,9 @@ public:
     // as its text, e.g. "ERR unknown command ..."). Throws if redis-cli fails (say the node is down) or
     // takes more than 5 s (say the node is paused).
     std::string cli(std::vector<std::string> args) const;
+    /// A field of INFO commandstats for `command` ("calls", "rejected_calls"...); 0 when it never ran. Commands
+    /// a script runs count too.
+    long command_stat(const std::string& command, const std::string& field = "calls") const;
 
     std::string log_tail(std::size_t lines = 20) const;
     pid_t pid() const { return pid_; }  // -1 when not running

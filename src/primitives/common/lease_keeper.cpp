@@ -5,22 +5,24 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
+#include <utility>
 #include <vector>
 
 namespace redlock::detail {
 
 namespace asio = boost::asio;
 
-lease_keeper::entry lease_keeper::schedule(std::shared_ptr<lease_state> lease, clock::time_point at)
+lease_keeper::entry lease_keeper::schedule(const std::shared_ptr<lease_state>& lease, clock::time_point at)
 {
-    auto e = schedule_.emplace(at, std::move(lease));
+    auto e = schedule_.emplace(at, lease);
     if (at < armed_for_) arm();
     return e;
 }
 
 void lease_keeper::unschedule(entry e)
 {
-    schedule_.erase(e);  // the timer may still fire for it: it then finds nothing due
+    schedule_.erase(e);
+    if (schedule_.empty()) arm();  // nothing left: no timer keeps the io_context running
 }
 
 void lease_keeper::arm()
@@ -42,32 +44,45 @@ void lease_keeper::on_timer()
     const auto now = clock::now();
     std::vector<std::shared_ptr<lease_state>> due;
     for (auto it = schedule_.begin(); it != schedule_.end() && it->first <= now + batch_window;) {
-        if (it->first > now + it->second->early_by()) {
+        auto lease = it->second.lock();
+        if (lease && it->first > now + lease->early_by()) {
             ++it;
             continue;
         }
-        due.push_back(std::move(it->second));
         it = schedule_.erase(it);
-        due.back()->unscheduled();
+        if (!lease) continue;  // destroyed without a release (its io_context stopped)
+        lease->unscheduled();
+        due.push_back(std::move(lease));
     }
     // Batches by protocol: a batch is one request, so all its leases must read the same script's replies.
     std::map<lease_protocol::batch_extend_fn, std::vector<std::shared_ptr<lease_state>>> batches;
+    auto spawn_batch = [this](std::vector<std::shared_ptr<lease_state>> batch) {
+        asio::co_spawn(timer_.get_executor(), lease_state::extend_batch(std::move(batch)), asio::detached);
+    };
     for (auto& lease : due) {
-        if (!lease->due(now)) continue;  // lost, released, or rescheduled
-        if (auto fn = lease->batch_extend()) {
-            auto& batch = batches[fn];
-            batch.push_back(std::move(lease));
-            if (batch.size() == max_batch) {
-                asio::co_spawn(timer_.get_executor(), lease_state::extend_batch(std::move(batch)), asio::detached);
-                batch.clear();
+        // A failure here must not leave a lease off the schedule, neither extended nor ever declared lost.
+        try {
+            if (!lease->due(now)) continue;  // lost, or released
+            auto fn = lease->batch_extend();
+            if (!fn) {
+                asio::co_spawn(timer_.get_executor(), lease_state::extend_alone(lease), asio::detached);
+                continue;
             }
-        } else {
-            asio::co_spawn(timer_.get_executor(), lease_state::extend_alone(std::move(lease)), asio::detached);
+            auto& batch = batches[fn];
+            batch.push_back(lease);
+            if (batch.size() == max_batch) spawn_batch(std::exchange(batch, {}));
+        } catch (...) {
+            lease->declare_lost_from_keeper();
         }
     }
-    for (auto& [fn, batch] : batches)
-        if (!batch.empty())
-            asio::co_spawn(timer_.get_executor(), lease_state::extend_batch(std::move(batch)), asio::detached);
+    for (auto& [fn, batch] : batches) {
+        if (batch.empty()) continue;
+        try {
+            spawn_batch(batch);
+        } catch (...) {
+            for (auto& lease : batch) lease->declare_lost_from_keeper();
+        }
+    }
     arm();
 }
 

@@ -20,7 +20,8 @@ class lease_state;
 class lease_keeper : public std::enable_shared_from_this<lease_keeper> {
 public:
     using clock = std::chrono::steady_clock;
-    using schedule_type = std::multimap<clock::time_point, std::shared_ptr<lease_state>>;
+    // Weak: the schedule must not keep a lease, and through it the client, alive (the lease handle does).
+    using schedule_type = std::multimap<clock::time_point, std::weak_ptr<lease_state>>;
     using entry = schedule_type::iterator;
 
     /// Leases per batched request: bounds how long one script call keeps a node busy (about 0.3 ms here).
@@ -32,8 +33,8 @@ public:
 
     explicit lease_keeper(const strand_type& strand) : timer_(strand) {}
 
-    // On the strand. A scheduled lease stays alive until it is due or unscheduled.
-    entry schedule(std::shared_ptr<lease_state> lease, clock::time_point at);
+    // On the strand.
+    entry schedule(const std::shared_ptr<lease_state>& lease, clock::time_point at);
     void unschedule(entry e);
     std::size_t scheduled() const noexcept { return schedule_.size(); }
 

@@ -8,24 +8,11 @@
 
 #include <chrono>
 #include <cstddef>
-#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace redlock::detail {
-
-/// A lease's requests, built when first needed (most leases are released without ever being extended), each
-/// once per lease however often it is sent.
-class lease_requests {
-public:
-    virtual ~lease_requests() = default;
-    /// Prolongs the lease where it still holds our token, and nothing else.
-    virtual request extend() const = 0;
-    /// Ends the lease where it holds our token.
-    virtual request release() const = 0;
-    /// Takes the lease back on a node that lost it (see lease_protocol::needs_repair).
-    virtual request repair() const = 0;
-};
 
 /// One lease in a batched extension.
 struct batch_entry {
@@ -37,13 +24,21 @@ struct batch_entry {
 struct lease_protocol {
     std::string routing_key;  ///< the hash slot of everything the lease touches
     std::size_t quorum = 0;   ///< yes votes an extension or a release needs
-    std::shared_ptr<const lease_requests> requests;
-    classify_fn extended;  ///< yes: prolonged; no: not ours there
+    // The requests, built from the lease's own keys, token and timing when first needed (most leases are
+    // released without ever being extended), each once per lease however often it is sent.
+    using make_request_fn = request (*)(const std::vector<std::string>& keys, const std::string& token,
+                                        std::chrono::milliseconds ttl, std::chrono::milliseconds node_timeout);
+    make_request_fn extend = nullptr;  ///< prolongs the lease where it still holds our token, and nothing else
+    classify_fn extended;              ///< yes: prolonged; no: not ours there
+    /// Ends the lease where it holds our token; `release_id` is unique to this release.
+    request (*release)(const std::vector<std::string>& keys, const std::string& token, std::string_view release_id,
+                       std::chrono::milliseconds node_timeout) = nullptr;
     classify_fn released;  ///< yes: ended, or nothing of ours left; no: another owner holds it
     /// Optional repair, after an extension that reached a quorum: sent only to the nodes whose answer
     /// `needs_repair` (they lost our keys and nobody else holds them: a restart without persistence, a key
     /// that lapsed while the node was slow). While a quorum holds the lease nobody else can hold it, so taking
     /// the keys back there is safe, and it keeps a long lease from dying of one node restart after another.
+    make_request_fn repair = nullptr;
     bool (*needs_repair)(const response& reply) = nullptr;
     /// Optional: one request that extends many leases of this protocol; each node answers an array whose
     /// element j reads, by `extended`, as entries[j]'s own extension would. The watchdog batches the leases

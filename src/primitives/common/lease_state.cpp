@@ -31,13 +31,17 @@ lease_state::lease_state(std::shared_ptr<client_impl> client, lease_protocol pro
 
 const std::shared_ptr<const request>& lease_state::extend_request()
 {
-    if (!extend_request_) extend_request_ = std::make_shared<const request>(protocol_.requests->extend());
+    if (!extend_request_)
+        extend_request_ =
+            std::make_shared<const request>(protocol_.extend(keys_, token_, timing_.ttl, timing_.node_timeout));
     return extend_request_;
 }
 
 const std::shared_ptr<const request>& lease_state::release_request()
 {
-    if (!release_request_) release_request_ = std::make_shared<const request>(protocol_.requests->release());
+    if (!release_request_)  // release id: the token and attempt 0 (attempts that failed use their number)
+        release_request_ =
+            std::make_shared<const request>(protocol_.release(keys_, token_, token_ + ":0", timing_.node_timeout));
     return release_request_;
 }
 
@@ -89,8 +93,8 @@ bool lease_state::due(clock::time_point now)
                          : std::string("its validity ended (no extension was due: watchdog off, or max_hold reached)"));
         return false;
     }
-    if (next_step_.what == watchdog_step::action::extend && now + early_by() >= next_step_.at) return true;
-    schedule_next();  // early: the validity moved (an extension by the holder)
+    if (next_step_.what == watchdog_step::action::extend) return true;  // woken at most early_by() early
+    schedule_next();  // a loss step, but the validity moved since it was scheduled
     return false;
 }
 
@@ -125,7 +129,7 @@ asio::awaitable<void> lease_state::extend_batch(std::vector<std::shared_ptr<leas
                                                      until::all_answered, deadline);
         for (std::size_t j = 0; j < leases.size(); ++j) {
             auto& l = leases[j];
-            if (l->status_ == status::held) l->conclude_extension(start, l->share_of(*batch, j), nullptr);
+            if (l->status_ == status::held) l->conclude_extension(start, l->share_of(*batch, j), nullptr, false);
             l->schedule_next();
         }
     } catch (...) {
@@ -162,11 +166,11 @@ asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state
     auto result = co_await self->client_->nodes().fan_out(self->extend_request(), self->protocol_.routing_key,
                                                           self->protocol_.extended, self->protocol_.quorum,
                                                           until::decided, self->valid_until());
-    co_return self->conclude_extension(start, std::move(result), diag);
+    co_return self->conclude_extension(start, std::move(result), diag, true);
 }
 
 error_code lease_state::conclude_extension(clock::time_point start, std::shared_ptr<fan_out_state> result,
-                                           diagnostics* diag)
+                                           diagnostics* diag, bool late_answers)
 {
     if (diag) access::set_nodes(*diag, result->outcomes(client_->nodes().names()));
     if (status_ != status::held) return make_error_code(status_ == status::lost ? error::lost : error::not_owner);
@@ -179,7 +183,8 @@ error_code lease_state::conclude_extension(clock::time_point start, std::shared_
         last_extension_failed_ = false;
         if (keeper_entry_) schedule_next();  // from the new grant
         if (protocol_.needs_repair)
-            asio::co_spawn(strand(), repair(shared_from_this(), std::move(result)), [](std::exception_ptr) {});
+            asio::co_spawn(strand(), repair(shared_from_this(), std::move(result), late_answers),
+                           [](std::exception_ptr) {});
         return {};
     }
     last_extension_failed_ = true;
@@ -214,16 +219,21 @@ std::vector<std::size_t> lease_state::nodes_missing_keys(const fan_out_state& ex
     return missing;
 }
 
-asio::awaitable<void> lease_state::repair(std::shared_ptr<lease_state> self, std::shared_ptr<fan_out_state> extension)
+asio::awaitable<void> lease_state::repair(std::shared_ptr<lease_state> self, std::shared_ptr<fan_out_state> extension,
+                                          bool late_answers)
 {
-    // The extension was decided at the quorum; the nodes that lost our keys may answer later.
-    extension = co_await node_set::outcome(std::move(extension), until::all_answered, self->valid_until());
+    // The extension was decided at the quorum; the nodes that lost our keys may answer later. (A batch waited
+    // for every node already.)
+    if (late_answers)
+        extension = co_await node_set::outcome(std::move(extension), until::all_answered, self->valid_until());
     // Released or lost meanwhile, or past the validity (the keeper is about to declare the loss): take nothing.
     if (self->status_ != status::held || clock::now() >= self->valid_until()) co_return;
     const auto lost = self->nodes_missing_keys(*extension);
     // Sent on the strand while held, so on each node's connection it runs before any later release.
     if (!lost.empty())
-        self->client_->nodes().send_to(lost, std::make_shared<const request>(self->protocol_.requests->repair()),
+        self->client_->nodes().send_to(lost,
+                                       std::make_shared<const request>(self->protocol_.repair(
+                                           self->keys_, self->token_, self->timing_.ttl, self->timing_.node_timeout)),
                                        self->protocol_.routing_key);
 }
 

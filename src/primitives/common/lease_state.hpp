@@ -50,7 +50,12 @@ public:
     std::chrono::milliseconds early_by() const;
     /// The keeper took the lease off its schedule.
     void unscheduled() noexcept { keeper_entry_.reset(); }
-    lease_protocol::batch_extend_fn batch_extend() const noexcept { return protocol_.extend_batch; }
+    /// The protocol's batched extension, if it has one and every node runs requests that span hash slots.
+    lease_protocol::batch_extend_fn batch_extend() const noexcept
+    {
+        return client_->nodes().cross_slot_requests() ? protocol_.extend_batch : nullptr;
+    }
+    void declare_lost_from_keeper() { declare_lost("the watchdog failed"); }
     /// One due extension, alone or in a batch (one request per node for every lease of `leases`, which share a
     /// protocol); each lease is then scheduled again.
     static boost::asio::awaitable<void> extend_alone(std::shared_ptr<lease_state> self);
@@ -68,7 +73,9 @@ public:
 private:
     static boost::asio::awaitable<error_code> extend_once(std::shared_ptr<lease_state> self, diagnostics* diag);
     // What an extension that started at `start` and ended with `result` does to the lease.
-    error_code conclude_extension(clock::time_point start, std::shared_ptr<fan_out_state> result, diagnostics* diag);
+    // `late_answers`: nodes may still answer into `result` (a fan-out decided at its quorum; not a batch's share).
+    error_code conclude_extension(clock::time_point start, std::shared_ptr<fan_out_state> result, diagnostics* diag,
+                                  bool late_answers);
     // This lease's part of a batched extension: element `j` of each node's reply, as its own fan-out.
     std::shared_ptr<fan_out_state> share_of(const fan_out_state& batch, std::size_t j) const;
     watchdog_plan plan() const;
@@ -80,7 +87,7 @@ private:
     std::vector<std::size_t> nodes_missing_keys(const fan_out_state& extension) const;
     // After a successful extension: takes the keys back on the nodes that lost them.
     static boost::asio::awaitable<void> repair(std::shared_ptr<lease_state> self,
-                                               std::shared_ptr<fan_out_state> extension);
+                                               std::shared_ptr<fan_out_state> extension, bool late_answers);
     // Marks the lease released and stops the keeper and the loss waiters; false if it was released already.
     bool stop_holding();
     void finish_waiters(error_code ec);

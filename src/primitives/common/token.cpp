@@ -2,9 +2,9 @@
 #include "primitives/common/token.hpp"
 
 #include <array>
-#include <atomic>
 #include <cerrno>
-#include <pthread.h>
+#include <cstring>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <system_error>
 
@@ -25,45 +25,54 @@ void fill_random(unsigned char* out, std::size_t size)
     }
 }
 
-// Bumped in a forked child: bytes buffered before the fork are the parent's too, and a token must never be
-// issued twice.
-std::atomic<unsigned> fork_generation{0};
-void on_fork_child() noexcept
-{
-    fork_generation.fetch_add(1, std::memory_order_relaxed);
-}
-const int fork_hook_registered = ::pthread_atfork(nullptr, nullptr, on_fork_child);
-
-// One getrandom(2) call per 256 tokens rather than one per token; each byte is handed out once.
+// Random bytes read one page at a time, each handed out once. The page is MADV_WIPEONFORK: a forked child
+// (however it forked: fork, _Fork, clone) finds it zeroed, sees no bytes left, and reads its own; bytes the
+// parent hands out next are never the child's too. Without MADV_WIPEONFORK (Linux < 4.14) every token reads
+// getrandom directly.
 class random_pool {
 public:
+    random_pool()
+    {
+        void* p = ::mmap(nullptr, sizeof(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return;
+        if (::madvise(p, sizeof(page), MADV_WIPEONFORK) != 0) {
+            ::munmap(p, sizeof(page));
+            return;
+        }
+        page_ = static_cast<page*>(p);
+    }
+    ~random_pool()
+    {
+        if (page_) ::munmap(page_, sizeof(page));
+    }
+    random_pool(const random_pool&) = delete;
+    random_pool& operator=(const random_pool&) = delete;
+
     void take(unsigned char* out, std::size_t size)
     {
-        if (generation_ != fork_generation.load(std::memory_order_relaxed) || used_ + size > bytes_.size()) refill();
-        for (std::size_t i = 0; i < size; ++i) {
-            out[i] = bytes_[used_];
-            bytes_[used_++] = 0;
+        if (!page_) return fill_random(out, size);
+        if (page_->left < size) {  // also right after a fork: the page reads as zeros
+            fill_random(page_->bytes.data(), page_->bytes.size());
+            page_->left = page_->bytes.size();
         }
+        const auto at = page_->bytes.size() - page_->left;
+        std::memcpy(out, page_->bytes.data() + at, size);
+        std::memset(page_->bytes.data() + at, 0, size);
+        page_->left -= size;
     }
 
 private:
-    void refill()
-    {
-        fill_random(bytes_.data(), bytes_.size());
-        used_ = 0;
-        generation_ = fork_generation.load(std::memory_order_relaxed);
-    }
-
-    std::array<unsigned char, 4096> bytes_{};
-    std::size_t used_ = 4096;
-    unsigned generation_ = 0;
+    struct page {
+        std::size_t left;  // unused bytes at the end of `bytes`
+        std::array<unsigned char, 4096 - sizeof(std::size_t)> bytes;
+    };
+    page* page_ = nullptr;
 };
 
 }  // namespace
 
 std::string random_token()
 {
-    (void)fork_hook_registered;
     thread_local random_pool pool;
     std::array<unsigned char, 16> bytes{};
     pool.take(bytes.data(), bytes.size());

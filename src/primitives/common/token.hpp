@@ -1,5 +1,6 @@
-// Lease tokens: 128 random bits from the OS CSPRNG (read in blocks, each byte used once, none reused across
-// fork), hex encoded. Never a counter, a time or a PID.
+// Lease tokens: 128 random bits from the OS CSPRNG (read a page at a time into memory a forked child finds
+// wiped, each byte used once), hex encoded. Never a counter, a time or a PID. A VM snapshot restored twice
+// would repeat the page's unused bytes, as it repeats any state: don't clone running lock holders.
 #pragma once
 
 #include <string>

@@ -122,8 +122,11 @@ for a = 1, #ARGV, 3 do
   local n, token, ttl = tonumber(ARGV[a]), ARGV[a + 1], ARGV[a + 2]
   local result = 1
   for i = k, k + n - 1 do
-    local owner = redis.call('GET', KEYS[i])
-    if owner == false then
+    -- pcall: a key of another type is "not ours" for its lease, not an error for the whole batch
+    local owner = redis.pcall('GET', KEYS[i])
+    if type(owner) == 'table' then
+      result = -1
+    elseif owner == false then
       if result == 1 then result = 0 end
     elseif owner ~= token then
       result = -1
@@ -252,27 +255,22 @@ request set_acquire_request(const std::string& key, const std::string& token, st
     return req;
 }
 
-namespace {
-bool is_string(const resp::value& v) noexcept
-{
-    return v.data_type == resp::type::bulk_string || v.data_type == resp::type::simple_string;
-}
-}  // namespace
-
 vote classify_set_acquire(error_code ec, const response& resp)
 {
     if (ec || resp.size() != 2) return vote::error;
     if (resp[0].is_null()) return vote::yes;
     // A token: someone holds the key. Never our own: a set acquire is only the first attempt of a fresh token.
-    return is_string(resp[0]) ? vote::no : vote::error;
+    // (A simple string is no token: a proxy that dropped GET answers OK, and may have set the key.)
+    return resp[0].data_type == resp::type::bulk_string ? vote::no : vote::error;
 }
 
 bool set_acquire_rejected(const response& resp)
 {
+    // Any error but WRONGTYPE (the key holds another type: the script fails on it too), and an OK from a
+    // proxy that dropped GET: the script's answer is the one to trust.
     for (const auto& reply : resp) {
-        const auto text = reply.error_text();
-        if (text.starts_with("NOPERM") || text.starts_with("ERR syntax") || text.starts_with("ERR unknown command"))
-            return true;
+        if (reply.is_error() && !reply.error_text().starts_with("WRONGTYPE")) return true;
+        if (reply.data_type == resp::type::simple_string) return true;
     }
     return false;
 }
@@ -337,7 +335,7 @@ vote classify_release(error_code ec, const response& resp)
 
 std::optional<std::chrono::milliseconds> holder_ttl(const response& resp)
 {
-    if (resp.size() == 2 && is_string(resp[0])) {  // a refused set acquire: {holder's token, its PTTL}
+    if (resp.size() == 2 && resp[0].data_type == resp::type::bulk_string) {  // a refused set acquire: {token, PTTL}
         auto pttl = resp[1].as_integer();
         if (!pttl || *pttl <= 0) return std::nullopt;
         return std::chrono::milliseconds(*pttl);

@@ -45,7 +45,8 @@ const script& commit_fence();
 const script& extend();
 
 /// extend() for many leases at once (the watchdog's batches). ARGV: per lease its key count, token and ttl;
-/// KEYS: the leases' keys, in the same order. Returns an array with extend()'s answer for each lease.
+/// KEYS: the leases' keys, in the same order. Returns an array with extend()'s answer for each lease (a key
+/// of another type counts as another owner's, -1, without failing the others).
 const script& extend_many();
 
 /// KEYS: the lock keys; ARGV: token, release id, then the release channel of each key. Deletes the keys that
@@ -81,8 +82,9 @@ request set_acquire_request(const std::string& key, const std::string& token, st
                             std::chrono::milliseconds node_timeout);
 /// Granted (the SET answered nil), refused (it answered a token) or failed.
 vote classify_set_acquire(error_code ec, const response& resp);
-/// A set acquire the node would not run (a server older than 7.0, an ACL user without PTTL, a proxy that
-/// rejects the syntax): the script acquire may still work there.
+/// A set acquire answered with an error other than WRONGTYPE (a server older than 7.0, an ACL user without
+/// PTTL, a proxy that rejects the syntax), or with OK (a proxy that dropped GET): the script acquire is the one
+/// to trust there.
 bool set_acquire_rejected(const response& resp);
 
 /// Granted (1, or a fenced grant whose counter parses), refused (-PTTL or 0) or failed.

@@ -48,8 +48,8 @@ std::string invalid_arguments(const client_impl& client, const std::vector<std::
     return {};
 }
 
-// Everything one lock call's attempts share, and the requests of the lease it grants; immutable once made.
-struct lock_call final : lease_requests {
+// Everything one lock call's attempts share; immutable once made.
+struct lock_call {
     std::shared_ptr<client_impl> client;
     std::vector<std::string> keys;
     std::string token;
@@ -76,29 +76,21 @@ struct lock_call final : lease_requests {
                                     keys.front());
     }
 
-    request extend() const override
-    {
-        return lock_scripts::extend_request(keys, token, options.ttl, options.node_timeout);
-    }
-    request release() const override
-    {
-        return lock_scripts::release_request(keys, token, token + ":0", options.node_timeout);
-    }
-    request repair() const override
-    {
-        return lock_scripts::acquire_request(keys, token, options.ttl, options.node_timeout);
-    }
-
-    static lease_protocol protocol(std::shared_ptr<const lock_call> call)
+    // The lease it grants: built from the lease's own keys and token, so the lease keeps nothing of this call.
+    lease_protocol protocol() const
     {
         lease_protocol p;
-        p.routing_key = call->keys.front();
-        p.quorum = call->client->nodes().majority();
+        p.routing_key = keys.front();
+        p.quorum = client->nodes().majority();
+        p.extend = lock_scripts::extend_request;
         p.extended = lock_scripts::classify_extend;
+        p.release = lock_scripts::release_request;
         p.released = lock_scripts::classify_release;
+        p.repair = [](const std::vector<std::string>& keys, const std::string& token, ms ttl, ms node_timeout) {
+            return lock_scripts::acquire_request(keys, token, ttl, node_timeout);  // no fencing step
+        };
         p.needs_repair = lock_scripts::lost_key;
         p.extend_batch = lock_scripts::extend_batch_request;
-        p.requests = std::move(call);
         return p;
     }
 
@@ -153,8 +145,9 @@ asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(const lock_ca
 // Sends attempt n's acquire to every node. The first attempt of a plain lock uses SET NX GET (a script costs
 // the server several times more); later attempts run the script, whose re-grant of our own token is idempotent
 // (a grant of an earlier attempt may have survived its clean-up). A node that rejects the SET (a server older
-// than its version told, an ACL without PTTL) turns the client to scripts; unless a quorum granted anyway, the
-// attempt goes on with the script at once.
+// than its version told, an ACL without PTTL, a proxy) turns the client to scripts; unless a quorum granted
+// anyway, the attempt goes on with the script at once (it re-grants our token where the SET granted, and a
+// failed attempt releases everywhere as always).
 asio::awaitable<std::shared_ptr<fan_out_state>> acquire_on_nodes(const lock_call& call, std::uint64_t n)
 {
     auto& nodes = call.client->nodes();
@@ -162,12 +155,12 @@ asio::awaitable<std::shared_ptr<fan_out_state>> acquire_on_nodes(const lock_call
     if (n == 1 && call.set_acquire && call.client->plain_acquire_usable()) {
         auto result =
             co_await nodes.fan_out(call.set_acquire, key, lock_scripts::classify_set_acquire, nodes.majority());
-        const auto& replies = result->replies;
-        if (result->cancelled || std::none_of(replies.begin(), replies.end(), lock_scripts::set_acquire_rejected))
-            co_return result;
+        bool rejected = false;
+        for (std::size_t i = 0; i < result->replies.size(); ++i)  // only answered nodes: the others still write
+            rejected = rejected || (result->answered(i) && lock_scripts::set_acquire_rejected(result->replies[i]));
+        if (result->cancelled || !rejected) co_return result;
         call.client->reject_plain_acquire();
         if (result->tally.decide() == quorum_tally::decision::reached) co_return result;
-        call.release_attempt(n);  // where the SET granted
     }
     co_return co_await nodes.fan_out(call.script_acquire(), key, lock_scripts::classify_acquire, nodes.majority());
 }
@@ -206,8 +199,8 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, s
         co_return out;
     }
     lease_timing timing{o.ttl, o.drift_factor, o.watchdog, o.extend_interval, o.max_hold, o.node_timeout};
-    out.granted = std::make_shared<lease_state>(call->client, lock_call::protocol(call), timing, call->keys,
-                                                call->token, fence, start, until);
+    out.granted = std::make_shared<lease_state>(call->client, call->protocol(), timing, call->keys, call->token, fence,
+                                                start, until);
     out.granted->start();
     co_return out;
 }

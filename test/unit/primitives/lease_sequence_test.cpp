@@ -261,7 +261,8 @@ BOOST_AUTO_TEST_CASE(an_old_node_fencing_or_several_keys_use_the_script)
 }
 
 // A node that has not told its version yet (not connected) does not stop the SET. If it turns out older than
-// 7.0, its syntax error turns the client to scripts within the same attempt.
+// 7.0, its syntax error turns the client to scripts within the same attempt: the script re-grants our token
+// where the SET granted, so nothing is released in between.
 BOOST_AUTO_TEST_CASE(an_unknown_version_gets_the_set_and_an_old_one_falls_back)
 {
     rig r(3);
@@ -280,7 +281,8 @@ BOOST_AUTO_TEST_CASE(an_unknown_version_gets_the_set_and_an_old_one_falls_back)
             BOOST_TEST(r.fakes[i].received(script_kind::set_acquire).size() == 1u);
             BOOST_TEST(r.fakes[i].received(script_kind::acquire).size() == 1u);
         }
-        BOOST_TEST(co_await released_everywhere(r, l.token()));  // node 0's SET grant, cleaned up first
+        BOOST_TEST(r.fakes[0].received(script_kind::release).empty());
+        BOOST_TEST(r.fakes[0].received(script_kind::acquire).at(0).args.at(0) == l.token());
     });
 }
 
@@ -328,7 +330,6 @@ BOOST_DATA_TEST_CASE(a_rejected_set_turns_the_client_to_the_script, bdata::make(
         BOOST_TEST_REQUIRE(!ec);
         const auto token = r.fakes[0].received(script_kind::set_acquire).at(0).args.at(0);
         BOOST_TEST(r.fakes[0].received(script_kind::acquire).at(0).args.at(0) == token);
-        BOOST_TEST(co_await released_everywhere(r, token));  // where the SET granted, before the script ran
         auto [ec2, l2] = co_await try_lock(r, opts(), diag);
         BOOST_TEST(!ec2);
         for (std::size_t i = 0; i < n; ++i) {

@@ -32,4 +32,10 @@ BOOST_AUTO_TEST_CASE(set_acquire_replies_count_as_votes)
     BOOST_TEST(!scripts::set_acquire_rejected(
         redlock::response{error_reply("WRONGTYPE Operation against a key"), integer(-1)}));
     BOOST_TEST(!scripts::set_acquire_rejected(refused));
+    BOOST_TEST(scripts::set_acquire_rejected(
+        redlock::response{error_reply("ERR wrong number of arguments"), integer(-2)}));  // whatever a proxy says
+    // A proxy that dropped GET answers OK: it may have set the key, so it is neither a grant nor a refusal.
+    const redlock::response ok{redlock::test::scalar(redlock::resp::type::simple_string, "OK"), integer(2000)};
+    BOOST_TEST((scripts::classify_set_acquire({}, ok) == vote::error));
+    BOOST_TEST(scripts::set_acquire_rejected(ok));
 }
