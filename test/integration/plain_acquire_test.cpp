@@ -105,7 +105,8 @@ BOOST_AUTO_TEST_CASE(a_refused_set_leaves_the_holder_alone_and_the_waiter_gets_i
         redlock::mutex waiting(b, "held", {.ttl = 10'000ms, .wait = 10'000ms, .retry_delay = 5000ms});
         const auto start = steady::now();
         asio::steady_timer later(ctx, 100ms);
-        later.async_wait([&](redlock::error_code) { held.async_release(asio::detached); });
+        auto& holder = held;  // a structured binding: clang 14 cannot capture it
+        later.async_wait([&holder](redlock::error_code) { holder.async_release(asio::detached); });
         auto [wec, got] = co_await waiting.async_lock(use_tuple);
         BOOST_TEST_REQUIRE(!wec);
         BOOST_TEST((steady::now() - start < 4000ms));  // woken by the release, not the 5 s retry delay
