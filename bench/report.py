@@ -167,21 +167,21 @@ def print_markdown(results, out):
         out.write("| " + " | ".join(line) + " |\n")
 
 
-def print_notes(results, out):
+def print_notes(results, out, bullet=""):
     m = results["meta"]
-    out.write(f"cycles/s of lock + release over {m.get('duration_ms', '?')} ms per run; p50: acquire latency in us;"
+    out.write(f"{bullet}cycles/s of lock + release over {m.get('duration_ms', '?')} ms per run; p50: acquire latency in us;"
               " cpu/op, usr, sys: client CPU us per cycle; alloc/op: operator new calls per cycle;"
               " ! marks a run with errors\n")
-    out.write("ceiling: redis-benchmark, 1 / (1/SET + 1/EVALSHA release) for the row's shape;"
+    out.write(f"{bullet}ceiling: redis-benchmark, 1 / (1/SET + 1/EVALSHA release) for the row's shape;"
               " its p50 is a plain SET round trip\n")
     for s, c in sorted(results["ceilings"].items()):
-        out.write(f"  {s:7s} {c['meaning']}: SET {fmt_int(c['set']['rps'])}/s,"
+        out.write(f"{bullet or '  '}{s:7s} {c['meaning']}: SET {fmt_int(c['set']['rps'])}/s,"
                   f" release {fmt_int(c['release']['rps'])}/s -> {fmt_int(c['cycles_per_sec'])} cycles/s\n")
     for row in results["rows"]:
         for impl in ["ours"] + PEERS:
             r = row.get(impl)
             if r and r.get("errors"):
-                out.write(f"  errors: {row['label']}, {impl}: {r['errors']} of {r['ops'] + r['errors']}\n")
+                out.write(f"{bullet or '  '}errors: {row['label']}, {impl}: {r['errors']} of {r['ops'] + r['errors']}\n")
 
 
 def main():
@@ -197,9 +197,11 @@ def main():
             f.write("\n")
     if o.markdown:
         print_markdown(results, sys.stdout)
+        sys.stdout.write("\n")
+        print_notes(results, sys.stdout, bullet="- ")
     else:
         print_text(results, sys.stdout)
-    print_notes(results, sys.stdout)
+        print_notes(results, sys.stdout)
 
 
 if __name__ == "__main__":
