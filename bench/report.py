@@ -6,6 +6,7 @@
 The raw folder holds one file per run, named by scripts/dev bench:
   ROW.IMPL.json          one JSON object with the keys of `redlock bench --json` (IMPL: ours, node-redlock,
                          ioredis, redis-py)
+  ROW.IMPL.server        the CPU seconds all the nodes used during that run (INFO cpu), summed
   ceiling.SHAPE.CMD.csv  `redis-benchmark --csv` of CMD (set: SET key token NX PX 10000; release: EVALSHA of the
                          compare-and-delete script) with the connections and pipeline depth of SHAPE
   meta.json              the run's settings (duration, node count, tools' versions)
@@ -42,6 +43,14 @@ def load_json(path):
     try:
         with open(path) as f:
             return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def load_number(path):
+    try:
+        with open(path) as f:
+            return float(f.read().strip())
     except (OSError, ValueError):
         return None
 
@@ -92,6 +101,9 @@ def gather(raw):
         for impl in ["ours"] + PEERS:
             result = load_json(os.path.join(raw, f"{row_id}.{impl}.json"))
             if result is not None:
+                server = load_number(os.path.join(raw, f"{row_id}.{impl}.server"))
+                if server is not None and result.get("ops"):
+                    result["server_us_per_op"] = round(server * 1e6 / result["ops"], 2)
                 row[impl] = result
         if shape:
             c = ceiling(raw, shape)
@@ -128,18 +140,21 @@ def with_errors(text, result):
 
 
 def table(results):
-    head = ["scenario", "ours c/s", "p50", "cpu/op", "usr", "sys", "alloc/op",
-            "node-redlock", "p50", "ioredis", "p50", "redis-py", "p50",
+    head = ["scenario", "ours c/s", "p50", "cpu/op", "usr", "sys", "alloc/op", "srv/op",
+            "node-redlock", "p50", "srv/op", "ioredis", "p50", "redis-py", "p50",
             "ceiling", "p50", "ours/node", "ours/ceil"]
     lines = [head]
     for row in results["rows"]:
         ours = row.get("ours")
         cells = [row["label"], with_errors(fmt_int(rate(ours)), ours), fmt_int(p50(ours)),
                  fmt_float((ours or {}).get("cpu_us_per_op")), fmt_float((ours or {}).get("user_us_per_op")),
-                 fmt_float((ours or {}).get("sys_us_per_op")), fmt_float((ours or {}).get("allocs_per_op"))]
+                 fmt_float((ours or {}).get("sys_us_per_op")), fmt_float((ours or {}).get("allocs_per_op")),
+                 fmt_float((ours or {}).get("server_us_per_op"))]
         for impl in PEERS:
             peer = row.get(impl)
             cells += [with_errors(fmt_int(rate(peer)), peer), fmt_int(p50(peer))]
+            if impl == "node-redlock":
+                cells.append(fmt_float((peer or {}).get("server_us_per_op")))
         c = row.get("ceiling")
         cells += [fmt_int(c["cycles_per_sec"]) if c else "-",
                   fmt_int(c["set_p50_us"]) if c and c["shape"] == "seq" else "-"]
@@ -171,7 +186,7 @@ def print_notes(results, out, bullet=""):
     m = results["meta"]
     out.write(f"{bullet}cycles/s of lock + release over {m.get('duration_ms', '?')} ms per run; p50: acquire latency in us;"
               " cpu/op, usr, sys: client CPU us per cycle; alloc/op: operator new calls per cycle;"
-              " ! marks a run with errors\n")
+              " srv/op: CPU us per cycle of all the nodes together; ! marks a run with errors\n")
     out.write(f"{bullet}ceiling: redis-benchmark, 1 / (1/SET + 1/EVALSHA release) for the row's shape;"
               " its p50 is a plain SET round trip\n")
     for s, c in sorted(results["ceilings"].items()):
