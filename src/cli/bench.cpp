@@ -1,5 +1,6 @@
-// `redlock bench`: lock latency, throughput and client CPU per operation against a deployment, with C clients
-// (one connection per node each, as separate processes would have) of W worker coroutines each.
+// `redlock bench`: lock latency, throughput, client CPU and allocations per operation against a deployment, with
+// C clients (one connection per node each, as separate processes would have) of W worker coroutines each.
+#include "alloc_count.hpp"
 #include "bench_stats.hpp"
 #include "commands.hpp"
 #include "duration.hpp"
@@ -43,15 +44,20 @@ std::int64_t micros(clock::duration d)
     return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
 }
 
-// User + system CPU time of this process so far.
-double cpu_seconds()
+// User and system CPU time of this process so far, in seconds.
+struct cpu_times {
+    double user = 0;
+    double system = 0;
+};
+
+cpu_times cpu_now()
 {
     rusage u{};
     ::getrusage(RUSAGE_SELF, &u);
     auto seconds = [](const timeval& t) {
         return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
     };
-    return seconds(u.ru_utime) + seconds(u.ru_stime);
+    return {seconds(u.ru_utime), seconds(u.ru_stime)};
 }
 
 std::string run_id()
@@ -210,14 +216,18 @@ asio::awaitable<int> bench_run::run()
                    format_duration(o_.duration) + ", keys " + prefix_ + (contended() ? "" : ":N"));
 
     const auto start = clock::now();
-    const auto cpu_start = cpu_seconds();
+    const auto cpu_start = cpu_now();
+    const auto allocations_start = allocation_count();
     end_ = start + o_.duration;
     all_done_ = std::make_unique<asio::steady_timer>(ctx_, clock::time_point::max());
     active_ = workers();
     for (int i = 0; i < workers(); ++i) asio::co_spawn(ctx_, worker(i), rethrow);
     while (active_ > 0) co_await all_done_->async_wait(use_tuple);
     result_.seconds = std::chrono::duration<double>(clock::now() - start).count();
-    result_.cpu_seconds = cpu_seconds() - cpu_start;
+    const auto cpu_end = cpu_now();
+    result_.user_seconds = cpu_end.user - cpu_start.user;
+    result_.system_seconds = cpu_end.system - cpu_start.system;
+    if (counting_allocations()) result_.allocations = allocation_count() - allocations_start;
 
     // Grants come in lock order (one holder at a time): the gap is from grant k's release to grant k+1, when
     // the lock passed to another client (a holder taking it straight back hands nothing off).

@@ -41,10 +41,18 @@ std::optional<std::int64_t> percentile(std::vector<std::int64_t>& samples, doubl
 }
 
 namespace {
-double cpu_us_per_op(const bench_result& r)
+
+// Microseconds (or counts, for allocations) per operation, with two decimals; null without operations.
+std::string per_op_or_null(const bench_result& r, double total, double scale)
 {
-    return r.cpu_seconds * 1e6 / static_cast<double>(r.ops);
+    return r.ops > 0 ? fixed(total * scale / static_cast<double>(r.ops), 2) : std::string("null");
 }
+
+std::string allocs_per_op_or_null(const bench_result& r)
+{
+    return r.allocations ? per_op_or_null(r, static_cast<double>(*r.allocations), 1.0) : std::string("null");
+}
+
 }  // namespace
 
 std::string to_json(bench_result r)
@@ -57,7 +65,10 @@ std::string to_json(bench_result r)
     out += ",\"workers\":" + std::to_string(r.workers);
     out += ",\"ops\":" + std::to_string(r.ops);
     out += ",\"ops_per_sec\":" + fixed(ops_per_sec(r), 1);
-    out += ",\"cpu_us_per_op\":" + (r.ops > 0 ? fixed(cpu_us_per_op(r), 2) : std::string("null"));
+    out += ",\"cpu_us_per_op\":" + per_op_or_null(r, r.user_seconds + r.system_seconds, 1e6);
+    out += ",\"user_us_per_op\":" + per_op_or_null(r, r.user_seconds, 1e6);
+    out += ",\"sys_us_per_op\":" + per_op_or_null(r, r.system_seconds, 1e6);
+    out += ",\"allocs_per_op\":" + allocs_per_op_or_null(r);
     out += ",\"acquire_us\":{\"p50\":" + number_or_null(percentile(r.acquire_us, 50)) +
            ",\"p90\":" + number_or_null(percentile(r.acquire_us, 90)) +
            ",\"p99\":" + number_or_null(percentile(r.acquire_us, 99)) +
@@ -78,7 +89,13 @@ std::string to_table(bench_result r)
     out += "duration     " + fixed(r.seconds, 2) + " s\n";
     out += "operations   " + std::to_string(r.ops) + " (lock + release)\n";
     out += "ops/s        " + fixed(ops_per_sec(r), 1) + "\n";
-    if (r.ops > 0) out += "cpu/op       " + fixed(cpu_us_per_op(r), 2) + " us (this process, user + system)\n";
+    if (r.ops > 0) {
+        out += "cpu/op       " + per_op_or_null(r, r.user_seconds + r.system_seconds, 1e6) +
+               " us (this process: user " + per_op_or_null(r, r.user_seconds, 1e6) + " + system " +
+               per_op_or_null(r, r.system_seconds, 1e6) + ")\n";
+        if (r.allocations)
+            out += "allocs/op    " + allocs_per_op_or_null(r) + " (calls of operator new in this process)\n";
+    }
     out += "errors       " + std::to_string(r.errors) + "\n";
     if (r.has_handoff) {
         out += "handoffs     " + std::to_string(r.handoff_us.size()) + " of " + std::to_string(r.grants) +

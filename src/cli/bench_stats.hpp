@@ -18,8 +18,10 @@ struct bench_result {
     int clients = 0;
     int workers = 1;  // per client
     std::uint64_t ops = 0;
-    double cpu_seconds = 0;  // this process's user + system time during the run
-    double seconds = 0;      // measured run time
+    double user_seconds = 0;                   // this process's user CPU time during the run
+    double system_seconds = 0;                 // and its system CPU time
+    double seconds = 0;                        // measured run time
+    std::optional<std::uint64_t> allocations;  // calls of the global operator new during the run, if counted
     std::uint64_t errors = 0;
     std::vector<std::int64_t> acquire_us;  // async_lock start to lease, per successful acquire
     std::vector<std::int64_t> handoff_us;  // contended: a release completing to another client's acquire completing
@@ -27,9 +29,10 @@ struct bench_result {
     std::uint64_t grants = 0;  // contended: successful acquires (handoff_us.size() of them went to another client)
 };
 
-// Exactly the keys scenario, fencing, nodes, clients, workers, ops, ops_per_sec, cpu_us_per_op,
-// acquire_us {p50,p90,p99,max}, handoff_us {p50,p99}, errors; a percentile without samples (handoff when
-// uncontended) is null, and so is cpu_us_per_op without operations.
+// Exactly the keys scenario, fencing, nodes, clients, workers, ops, ops_per_sec, cpu_us_per_op (user +
+// system), user_us_per_op, sys_us_per_op, allocs_per_op, acquire_us {p50,p90,p99,max}, handoff_us {p50,p99},
+// errors, in this order. A percentile without samples (handoff when uncontended) is null; so are the four
+// per-op figures without operations, and allocs_per_op when allocations were not counted (sanitizer builds).
 std::string to_json(bench_result r);
 std::string to_table(bench_result r);
 

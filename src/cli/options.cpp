@@ -64,15 +64,17 @@ exit codes: 0 when a quorum of nodes is reachable (all of them, or a note says w
 const char* bench_help = R"(usage: redlock bench [--nodes URL[,URL...]] [--scenario uncontended|contended] [--clients C]
                      [--workers W] [--duration D] [--ttl T] [--fencing] [--json]
 
-Measures lock latency and throughput against the nodes, and the client CPU time per lock + release.
-  uncontended  C clients x W workers, each worker locking and releasing its own key in a loop (default)
-  contended    the same workers on one key, each holding it about 1 ms; also measures the handoff gap (from
-               one release completing to the next acquire completing)
+Measures lock latency and throughput against the nodes, and the client CPU time and allocations per
+lock + release.
+  uncontended  C clients x W workers, each worker locking and releasing its own key in a loop (default;
+               default 1 client x 64 workers)
+  contended    the workers on one key, each holding it about 1 ms; also measures the handoff gap (from one
+               release completing to the next acquire completing) (default 4 clients x 1 worker)
 A client has one connection per node, as a separate process would; the W workers of a client are coroutines
-sharing it, as the requests of one HTTP service share its client (--clients 1 --workers 64).
-options: --clients C (default 4), --workers W (default 1), --duration D (default 5s), --ttl T (default
-10s), --fencing (every lock takes a fencing token), --json (one JSON object on stdout instead of the
-table), -v.
+sharing it, as the requests of one HTTP service share its client (--clients 1 --workers 64). One caller in
+sequence: --clients 1 --workers 1; separate processes: --clients 64 --workers 1.
+options: --clients C, --workers W, --duration D (default 5s), --ttl T (default 10s), --fencing (every lock
+takes a fencing token), --json (one JSON object on stdout instead of the table), -v.
 
 exit codes: 0 after the run; 69 when a quorum of nodes is not reachable at the start; 64 usage error.
 )";
@@ -354,9 +356,10 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
         else
             throw usage_error("--scenario: '" + *s + "' is not a scenario (uncontended or contended)", command);
     }
-    o.clients = positive_int_flag(vm, "clients", o.clients, command);
+    const bool contended = o.kind == bench_options::scenario::contended;
+    o.clients = positive_int_flag(vm, "clients", contended ? 4 : o.clients, command);
     if (o.clients > 1024) throw usage_error("--clients: at most 1024", command);
-    o.workers = positive_int_flag(vm, "workers", o.workers, command);
+    o.workers = positive_int_flag(vm, "workers", contended ? 1 : o.workers, command);
     if (o.workers > 4096) throw usage_error("--workers: at most 4096", command);
     o.duration = duration_flag(vm, "duration", o.duration, command);
     if (o.duration <= ms(0)) throw usage_error("--duration must be positive", command);

@@ -50,8 +50,10 @@ struct bench_options {
     enum class scenario { uncontended, contended };
     std::vector<node_config> nodes;
     scenario kind = scenario::uncontended;
-    int clients = 4;
-    int workers = 1;  // coroutines sharing each client
+    // The defaults of uncontended: one client shared by 64 requests in flight, as in a service. Contended
+    // defaults to 4 clients of 1 worker each.
+    int clients = 1;
+    int workers = 64;  // coroutines sharing each client
     ms duration{5'000};
     ms ttl{10'000};
     bool fencing = false;

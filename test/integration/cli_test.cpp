@@ -527,12 +527,18 @@ BOOST_AUTO_TEST_CASE(bench_json_has_the_documented_keys)
             const auto& o = doc.as_object();
             std::vector<std::string> keys;
             for (const auto& kv : o) keys.emplace_back(kv.key());
-            BOOST_TEST(keys == (std::vector<std::string>{"scenario", "fencing", "nodes", "clients", "workers", "ops",
-                                                         "ops_per_sec", "cpu_us_per_op", "acquire_us", "handoff_us",
-                                                         "errors"}),
-                       boost::test_tools::per_element());
+            BOOST_TEST(
+                keys == (std::vector<std::string>{"scenario", "fencing", "nodes", "clients", "workers", "ops",
+                                                  "ops_per_sec", "cpu_us_per_op", "user_us_per_op", "sys_us_per_op",
+                                                  "allocs_per_op", "acquire_us", "handoff_us", "errors"}),
+                boost::test_tools::per_element());
             BOOST_TEST(o.at("workers").as_int64() == 2);
             BOOST_TEST(o.at("cpu_us_per_op").as_double() > 0.0);
+            BOOST_TEST(o.at("user_us_per_op").as_double() >= 0.0);
+            BOOST_TEST(o.at("sys_us_per_op").as_double() >= 0.0);
+            // Every lock + release allocates somewhere; a sanitizer build counts nothing and says null.
+            const auto& allocs = o.at("allocs_per_op");
+            BOOST_TEST((allocs.is_null() || allocs.as_double() > 0.0), "allocs_per_op " << allocs);
             BOOST_TEST(o.at("scenario").as_string() == scenario);
             BOOST_TEST(o.at("fencing").as_bool() == false);
             BOOST_TEST(o.at("nodes").as_int64() == 3);
@@ -559,6 +565,14 @@ BOOST_AUTO_TEST_CASE(bench_prints_a_table_and_fails_69_without_a_quorum)
     BOOST_TEST(r.exit_code == 0);
     BOOST_TEST(r.out.find("acquire") != std::string::npos, "stdout: " << r.out);
     BOOST_TEST(r.out.find("ops/s") != std::string::npos);
+    BOOST_TEST(r.out.find("1 x 64 worker(s)") != std::string::npos, "the default is 1 client x 64 workers");
+    BOOST_TEST(r.out.find("cpu/op") != std::string::npos);
+
+    r = redlock_cli(
+        {"bench", "--nodes", comma_joined(nodes.urls()), "--duration", "300ms", "--scenario", "contended", "--json"});
+    BOOST_TEST(r.exit_code == 0, "stderr: " << r.err);
+    BOOST_TEST(r.out.find(R"("clients":4,"workers":1)") != std::string::npos,
+               "contended defaults to 4 clients x 1 worker: " << r.out);
 
     r = redlock_cli({"bench", "--nodes", unreachable_nodes(3), "--duration", "300ms"});
     BOOST_TEST(r.exit_code == 69);

@@ -1,0 +1,223 @@
+#!/usr/bin/python3
+"""Gathers the raw results of `scripts/dev bench` into one JSON file and prints the comparison table.
+
+    /usr/bin/python3 bench/report.py --raw build/bench/raw --out build/bench/results.json [--markdown]
+
+The raw folder holds one file per run, named by scripts/dev bench:
+  ROW.IMPL.json          one JSON object with the keys of `redlock bench --json` (IMPL: ours, node-redlock,
+                         ioredis, redis-py)
+  ROW.IMPL.server        the CPU seconds all the nodes used during that run (INFO cpu), summed
+  ceiling.SHAPE.CMD.csv  `redis-benchmark --csv` of CMD (set: SET key token NX PX 10000; release: EVALSHA of the
+                         compare-and-delete script) with the connections and pipeline depth of SHAPE
+  meta.json              the run's settings (duration, node count, tools' versions)
+Standard library only: it runs on Debian's python3 as it comes.
+"""
+
+import argparse
+import csv
+import json
+import os
+import platform
+import sys
+
+# The table's rows: id (the ROW of the raw files), label, and the redis-benchmark shape that bounds it.
+ROWS = [
+    ("seq1", "1 node, 1 caller in sequence", "seq"),
+    ("shared1", "1 node, 64 workers / 50 tasks on 1 client", "pipe"),
+    ("sep1", "1 node, 64 clients x 1 worker", "conns"),
+    ("seq5", "5 nodes, 1 caller in sequence", None),
+    ("shared5", "5 nodes, 64 workers / 50 tasks on 1 client", None),
+    ("cont5", "5 nodes, contended, 4 clients x 1", None),
+]
+PEERS = ["node-redlock", "ioredis", "redis-py"]
+# redis-benchmark shapes: (connections, pipeline depth, what it stands for).
+SHAPES = {
+    "seq": (1, 1, "1 connection, 1 request in flight: the round trip"),
+    "pipe": (1, 64, "1 connection, pipeline of 64"),
+    "conns": (64, 1, "64 connections, 1 request in flight each"),
+    "pipe50": (50, 64, "50 connections, pipeline of 64 each"),
+}
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def load_number(path):
+    try:
+        with open(path) as f:
+            return float(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def load_csv(path):
+    """The one data row of `redis-benchmark --csv`: rps and p50 (microseconds)."""
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError:
+        return None
+    if not rows:
+        return None
+    row = rows[-1]
+    try:
+        return {"test": row["test"], "rps": float(row["rps"]), "p50_us": float(row["p50_latency_ms"]) * 1000}
+    except (KeyError, ValueError):
+        return None
+
+
+def ceiling(raw, shape):
+    """Lock + release cycles/s of the server alone: 1 / (1/a + 1/b) of the two commands' rates."""
+    a = load_csv(os.path.join(raw, f"ceiling.{shape}.set.csv"))
+    b = load_csv(os.path.join(raw, f"ceiling.{shape}.release.csv"))
+    if not a or not b or a["rps"] <= 0 or b["rps"] <= 0:
+        return None
+    connections, pipeline, meaning = SHAPES[shape]
+    return {
+        "shape": shape,
+        "connections": connections,
+        "pipeline": pipeline,
+        "meaning": meaning,
+        "set": a,
+        "release": b,
+        "cycles_per_sec": round(1 / (1 / a["rps"] + 1 / b["rps"]), 1),
+        "set_p50_us": round(a["p50_us"]),
+    }
+
+
+def gather(raw):
+    meta = load_json(os.path.join(raw, "meta.json")) or {}
+    meta.setdefault("python", platform.python_version())
+    meta.setdefault("machine", platform.machine())
+    meta.setdefault("cores", os.cpu_count())
+    rows = []
+    for row_id, label, shape in ROWS:
+        row = {"id": row_id, "label": label}
+        for impl in ["ours"] + PEERS:
+            result = load_json(os.path.join(raw, f"{row_id}.{impl}.json"))
+            if result is not None:
+                server = load_number(os.path.join(raw, f"{row_id}.{impl}.server"))
+                if server is not None and result.get("ops"):
+                    result["server_us_per_op"] = round(server * 1e6 / result["ops"], 2)
+                row[impl] = result
+        if shape:
+            c = ceiling(raw, shape)
+            if c:
+                row["ceiling"] = c
+        rows.append(row)
+    extra = {s: ceiling(raw, s) for s in SHAPES}
+    return {"meta": meta, "rows": rows, "ceilings": {s: c for s, c in extra.items() if c}}
+
+
+def rate(result):
+    return result.get("ops_per_sec") if result else None
+
+
+def p50(result):
+    return (result or {}).get("acquire_us", {}).get("p50")
+
+
+def fmt_int(v):
+    return "-" if v is None else f"{round(v):,}"
+
+
+def fmt_float(v, digits=1):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def fmt_ratio(a, b):
+    return "-" if not a or not b else f"{a / b:.2f}x"
+
+
+def with_errors(text, result):
+    """Marks a figure whose run had errors (failed attempts or releases)."""
+    return text + ("!" if result and result.get("errors") else "")
+
+
+def table(results):
+    head = ["scenario", "ours c/s", "p50", "cpu/op", "usr", "sys", "alloc/op", "srv/op",
+            "node-redlock", "p50", "srv/op", "ioredis", "p50", "redis-py", "p50",
+            "ceiling", "p50", "ours/node", "ours/ceil"]
+    lines = [head]
+    for row in results["rows"]:
+        ours = row.get("ours")
+        cells = [row["label"], with_errors(fmt_int(rate(ours)), ours), fmt_int(p50(ours)),
+                 fmt_float((ours or {}).get("cpu_us_per_op")), fmt_float((ours or {}).get("user_us_per_op")),
+                 fmt_float((ours or {}).get("sys_us_per_op")), fmt_float((ours or {}).get("allocs_per_op")),
+                 fmt_float((ours or {}).get("server_us_per_op"))]
+        for impl in PEERS:
+            peer = row.get(impl)
+            cells += [with_errors(fmt_int(rate(peer)), peer), fmt_int(p50(peer))]
+            if impl == "node-redlock":
+                cells.append(fmt_float((peer or {}).get("server_us_per_op")))
+        c = row.get("ceiling")
+        cells += [fmt_int(c["cycles_per_sec"]) if c else "-",
+                  fmt_int(c["set_p50_us"]) if c and c["shape"] == "seq" else "-"]
+        cells += [fmt_ratio(rate(ours), rate(row.get("node-redlock"))),
+                  fmt_ratio(rate(ours), c["cycles_per_sec"] if c else None)]
+        lines.append(cells)
+    return lines
+
+
+def print_text(results, out):
+    lines = table(results)
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    for n, line in enumerate(lines):
+        text = "  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(line))
+        out.write(text.rstrip() + "\n")
+        if n == 0:
+            out.write("-" * len(text) + "\n")
+
+
+def print_markdown(results, out):
+    lines = table(results)
+    out.write("| " + " | ".join(lines[0]) + " |\n")
+    out.write("| " + " | ".join(["---"] + ["---:"] * (len(lines[0]) - 1)) + " |\n")
+    for line in lines[1:]:
+        out.write("| " + " | ".join(line) + " |\n")
+
+
+def print_notes(results, out, bullet=""):
+    m = results["meta"]
+    out.write(f"{bullet}cycles/s of lock + release over {m.get('duration_ms', '?')} ms per run; p50: acquire latency in us;"
+              " cpu/op, usr, sys: client CPU us per cycle; alloc/op: operator new calls per cycle;"
+              " srv/op: CPU us per cycle of all the nodes together; ! marks a run with errors\n")
+    out.write(f"{bullet}ceiling: redis-benchmark, 1 / (1/SET + 1/EVALSHA release) for the row's shape;"
+              " its p50 is a plain SET round trip\n")
+    for s, c in sorted(results["ceilings"].items()):
+        out.write(f"{bullet or '  '}{s:7s} {c['meaning']}: SET {fmt_int(c['set']['rps'])}/s,"
+                  f" release {fmt_int(c['release']['rps'])}/s -> {fmt_int(c['cycles_per_sec'])} cycles/s\n")
+    for row in results["rows"]:
+        for impl in ["ours"] + PEERS:
+            r = row.get(impl)
+            if r and r.get("errors"):
+                out.write(f"{bullet or '  '}errors: {row['label']}, {impl}: {r['errors']} of {r['ops'] + r['errors']}\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--raw", required=True, help="folder of the raw results")
+    parser.add_argument("--out", help="write all results as one JSON file here")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    o = parser.parse_args()
+    results = gather(o.raw)
+    if o.out:
+        with open(o.out, "w") as f:
+            json.dump(results, f, indent=2)
+            f.write("\n")
+    if o.markdown:
+        print_markdown(results, sys.stdout)
+        sys.stdout.write("\n")
+        print_notes(results, sys.stdout, bullet="- ")
+    else:
+        print_text(results, sys.stdout)
+        print_notes(results, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

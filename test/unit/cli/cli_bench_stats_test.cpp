@@ -1,0 +1,123 @@
+// The two renderings of `redlock bench` (src/cli/bench_stats.cpp): the JSON keys and their order as
+// documented in bench_stats.hpp and doc/cli.md, the per-operation figures (CPU user / system, allocations),
+// their nulls, and the table's lines.
+#include <boost/json/src.hpp>  // header-only Boost.JSON, to parse the output
+#include <boost/test/unit_test.hpp>
+
+#include <cli/bench_stats.hpp>
+#include <string>
+#include <vector>
+
+using redlock::cli::bench_result;
+using redlock::cli::percentile;
+using redlock::cli::to_json;
+using redlock::cli::to_table;
+
+namespace {
+
+bench_result sample_result()
+{
+    bench_result r;
+    r.scenario = "uncontended";
+    r.nodes = 5;
+    r.clients = 1;
+    r.workers = 64;
+    r.ops = 1000;
+    r.seconds = 2.0;
+    r.user_seconds = 0.012;    // 12 us per op
+    r.system_seconds = 0.003;  // 3 us per op
+    r.allocations = 37'500;    // 37.5 per op
+    for (std::int64_t v = 1; v <= 100; ++v) r.acquire_us.push_back(v);
+    return r;
+}
+
+boost::json::object parse_object(const std::string& text)
+{
+    boost::json::error_code ec;
+    auto doc = boost::json::parse(text, ec);
+    BOOST_REQUIRE_MESSAGE(!ec, "not JSON: " << text);
+    BOOST_REQUIRE(doc.is_object());
+    return doc.as_object();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(bench_stats)
+
+BOOST_AUTO_TEST_CASE(json_has_the_documented_keys_in_order)
+{
+    const auto o = parse_object(to_json(sample_result()));
+    std::vector<std::string> keys;
+    for (const auto& kv : o) keys.emplace_back(kv.key());
+    BOOST_TEST(keys == (std::vector<std::string>{"scenario", "fencing", "nodes", "clients", "workers", "ops",
+                                                 "ops_per_sec", "cpu_us_per_op", "user_us_per_op", "sys_us_per_op",
+                                                 "allocs_per_op", "acquire_us", "handoff_us", "errors"}),
+               boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(json_per_operation_figures)
+{
+    const auto o = parse_object(to_json(sample_result()));
+    BOOST_TEST(o.at("scenario").as_string() == "uncontended");
+    BOOST_TEST(o.at("clients").as_int64() == 1);
+    BOOST_TEST(o.at("workers").as_int64() == 64);
+    BOOST_TEST(o.at("ops").as_int64() == 1000);
+    BOOST_TEST(o.at("ops_per_sec").as_double() == 500.0);
+    BOOST_TEST(o.at("cpu_us_per_op").as_double() == 15.0);
+    BOOST_TEST(o.at("user_us_per_op").as_double() == 12.0);
+    BOOST_TEST(o.at("sys_us_per_op").as_double() == 3.0);
+    BOOST_TEST(o.at("allocs_per_op").as_double() == 37.5);
+    const auto& acquire = o.at("acquire_us").as_object();
+    BOOST_TEST(acquire.at("p50").as_int64() == 50);
+    BOOST_TEST(acquire.at("p90").as_int64() == 90);
+    BOOST_TEST(acquire.at("p99").as_int64() == 99);
+    BOOST_TEST(acquire.at("max").as_int64() == 100);
+    BOOST_TEST(o.at("handoff_us").as_object().at("p50").is_null());
+    BOOST_TEST(o.at("errors").as_int64() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(json_nulls_without_operations_or_counted_allocations)
+{
+    auto r = sample_result();
+    r.allocations.reset();  // a sanitizer build counts nothing
+    auto o = parse_object(to_json(r));
+    BOOST_TEST(o.at("allocs_per_op").is_null());
+    BOOST_TEST(o.at("cpu_us_per_op").as_double() == 15.0);
+
+    r = sample_result();
+    r.ops = 0;
+    r.acquire_us.clear();
+    o = parse_object(to_json(r));
+    for (const char* k : {"cpu_us_per_op", "user_us_per_op", "sys_us_per_op", "allocs_per_op"})
+        BOOST_TEST(o.at(k).is_null(), k);
+    BOOST_TEST(o.at("acquire_us").as_object().at("p50").is_null());
+    BOOST_TEST(o.at("ops_per_sec").as_double() == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(table_shows_cpu_split_and_allocations)
+{
+    auto text = to_table(sample_result());
+    BOOST_TEST(text.find("clients      1 x 64 worker(s)") != std::string::npos, text);
+    BOOST_TEST(text.find("cpu/op       15.00 us (this process: user 12.00 + system 3.00)") != std::string::npos, text);
+    BOOST_TEST(text.find("allocs/op    37.50") != std::string::npos, text);
+
+    auto r = sample_result();
+    r.allocations.reset();
+    text = to_table(r);
+    BOOST_TEST(text.find("allocs/op") == std::string::npos, text);
+    r.ops = 0;
+    text = to_table(r);
+    BOOST_TEST(text.find("cpu/op") == std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(nearest_rank_percentiles)
+{
+    std::vector<std::int64_t> none;
+    BOOST_TEST(!percentile(none, 50).has_value());
+    std::vector<std::int64_t> v{30, 10, 20};
+    BOOST_TEST(*percentile(v, 50) == 20);
+    BOOST_TEST(*percentile(v, 100) == 30);
+    BOOST_TEST(*percentile(v, 1) == 10);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
