@@ -61,8 +61,9 @@ exit codes: 0 when a quorum of nodes is reachable (all of them, or a note says w
 69 when fewer than a quorum are reachable; 64 usage error.
 )";
 
-const char* bench_help = R"(usage: redlock bench [--nodes URL[,URL...]] [--scenario uncontended|contended] [--clients C]
-                     [--workers W] [--duration D] [--ttl T] [--fencing] [--json]
+const char* bench_help =
+    R"(usage: redlock bench [--nodes URL[,URL...]] [--scenario uncontended|contended|hold] [--clients C]
+                     [--workers W] [--leases L] [--duration D] [--ttl T] [--fencing] [--json]
 
 Measures lock latency and throughput against the nodes, and the client CPU time and allocations per
 lock + release.
@@ -70,6 +71,9 @@ lock + release.
                default 1 client x 64 workers)
   contended    the workers on one key, each holding it about 1 ms; also measures the handoff gap (from one
                release completing to the next acquire completing) (default 4 clients x 1 worker)
+  hold         one client takes L leases (--leases, default 100000) with the watchdog, holds them for the
+               duration and releases them: memory per lease, client CPU while the watchdog extends them,
+               leases lost (none expected)
 A client has one connection per node, as a separate process would; the W workers of a client are coroutines
 sharing it, as the requests of one HTTP service share its client (--clients 1 --workers 64). One caller in
 sequence: --clients 1 --workers 1; separate processes: --clients 64 --workers 1.
@@ -340,7 +344,7 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
     add_common(desc);
     desc.add_options()("scenario", po::value<std::string>())("clients", po::value<std::string>())(
         "workers", po::value<std::string>())("duration", po::value<std::string>())("ttl", po::value<std::string>())(
-        "fencing", po::bool_switch())("json", po::bool_switch());
+        "fencing", po::bool_switch())("json", po::bool_switch())("leases", po::value<std::string>());
     auto vm = parse_into(desc, args, command);
     if (vm["help"].as<bool>()) {
         write_stdout(bench_help);
@@ -353,8 +357,10 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
             o.kind = bench_options::scenario::uncontended;
         else if (*s == "contended")
             o.kind = bench_options::scenario::contended;
+        else if (*s == "hold")
+            o.kind = bench_options::scenario::hold;
         else
-            throw usage_error("--scenario: '" + *s + "' is not a scenario (uncontended or contended)", command);
+            throw usage_error("--scenario: '" + *s + "' is not a scenario (uncontended, contended or hold)", command);
     }
     const bool contended = o.kind == bench_options::scenario::contended;
     o.clients = positive_int_flag(vm, "clients", contended ? 4 : o.clients, command);
@@ -366,6 +372,8 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
     o.ttl = ttl_flag(vm, o.ttl, command);
     o.fencing = vm["fencing"].as<bool>();
     o.json = vm["json"].as<bool>();
+    o.leases = positive_int_flag(vm, "leases", o.leases, command);
+    if (o.leases > 10'000'000) throw usage_error("--leases: at most 10000000", command);
     o.nodes = parse_nodes(nodes_flag(vm), command);
     return o;
 }

@@ -558,6 +558,32 @@ BOOST_AUTO_TEST_CASE(bench_json_has_the_documented_keys)
     }
 }
 
+// The hold scenario: every lease is taken, none is lost while the watchdog extends them over more than two
+// TTLs, and the memory and CPU figures are there.
+BOOST_AUTO_TEST_CASE(bench_hold_keeps_every_lease)
+{
+    cluster nodes(3);
+    auto r = redlock_cli({"bench", "--nodes", comma_joined(nodes.urls()), "--scenario", "hold", "--leases", "300",
+                          "--ttl", "600ms", "--duration", "1500ms", "--json"});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, "stderr: " << r.err);
+    boost::json::error_code ec;
+    auto doc = boost::json::parse(r.out, ec);
+    BOOST_REQUIRE_MESSAGE(!ec && doc.is_object(), "not a JSON object: " << r.out);
+    const auto& o = doc.as_object();
+    std::vector<std::string> keys;
+    for (const auto& kv : o) keys.emplace_back(kv.key());
+    BOOST_TEST(keys == (std::vector<std::string>{"scenario", "nodes", "leases", "ttl_ms", "held", "acquire_seconds",
+                                                 "rss_before_mb", "rss_held_mb", "bytes_per_lease", "hold_seconds",
+                                                 "hold_cpu_percent", "lost", "release_seconds", "errors"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(o.at("held").as_int64() == 300);
+    BOOST_TEST(o.at("lost").as_int64() == 0);
+    BOOST_TEST(o.at("errors").as_int64() == 0);
+    BOOST_TEST(o.at("rss_held_mb").as_double() > 0.0);
+    for (std::size_t i = 0; i < nodes.size(); ++i)  // released: nothing of the run is left
+        BOOST_TEST(nodes[i].cli({"DBSIZE"}) == "0");
+}
+
 BOOST_AUTO_TEST_CASE(bench_prints_a_table_and_fails_69_without_a_quorum)
 {
     cluster nodes(1);

@@ -1,0 +1,185 @@
+// `redlock bench --scenario hold`: what many held leases cost one client. It takes L leases with the
+// watchdog (a bounded number of acquires in flight), holds them for the duration while the watchdog extends
+// them, then releases them; it reports the memory they take, the client CPU their extensions cost, and how
+// many were lost (none should be).
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "output.hpp"
+
+#include <redlock/client.hpp>
+#include <redlock/mutex.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sys/resource.h>
+
+namespace redlock::cli {
+namespace {
+
+namespace asio = boost::asio;
+using clock = std::chrono::steady_clock;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr int in_flight = 256;  // acquires at once: enough to pipeline, few enough not to flood the nodes
+
+// Resident memory of this process, in bytes (VmRSS).
+double resident_bytes()
+{
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) * 1024.0;
+    return 0;
+}
+
+double cpu_seconds()
+{
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+    return s(u.ru_utime) + s(u.ru_stime);
+}
+
+double seconds_since(clock::time_point t)
+{
+    return std::chrono::duration<double>(clock::now() - t).count();
+}
+
+std::string fixed(double v, int decimals)
+{
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, v);
+    return buffer;
+}
+
+struct hold_result {
+    std::size_t nodes = 0;
+    int leases = 0;
+    long long ttl_ms = 0;
+    int held = 0;
+    double acquire_seconds = 0;
+    double rss_before_mb = 0;
+    double rss_held_mb = 0;
+    double hold_seconds = 0;
+    double hold_cpu_percent = 0;  // of one core, while the watchdog kept the leases
+    int lost = 0;
+    double release_seconds = 0;
+    std::uint64_t errors = 0;
+
+    double bytes_per_lease() const { return held > 0 ? (rss_held_mb - rss_before_mb) * 1048576.0 / held : 0; }
+
+    std::string json() const
+    {
+        return "{\"scenario\":\"hold\",\"nodes\":" + std::to_string(nodes) + ",\"leases\":" + std::to_string(leases) +
+               ",\"ttl_ms\":" + std::to_string(ttl_ms) + ",\"held\":" + std::to_string(held) +
+               ",\"acquire_seconds\":" + fixed(acquire_seconds, 2) + ",\"rss_before_mb\":" + fixed(rss_before_mb, 1) +
+               ",\"rss_held_mb\":" + fixed(rss_held_mb, 1) + ",\"bytes_per_lease\":" + fixed(bytes_per_lease(), 0) +
+               ",\"hold_seconds\":" + fixed(hold_seconds, 2) + ",\"hold_cpu_percent\":" + fixed(hold_cpu_percent, 1) +
+               ",\"lost\":" + std::to_string(lost) + ",\"release_seconds\":" + fixed(release_seconds, 2) +
+               ",\"errors\":" + std::to_string(errors) + "}\n";
+    }
+    std::string table() const
+    {
+        return "scenario     hold, " + std::to_string(nodes) + " node(s), " + std::to_string(leases) +
+               " leases with the watchdog, ttl " + std::to_string(ttl_ms) + " ms (extended every ttl/3)\n" +
+               "held         " + std::to_string(held) + " (acquired in " + fixed(acquire_seconds, 2) + " s)\n" +
+               "memory       " + fixed(rss_held_mb, 1) + " MB resident (" + fixed(rss_before_mb, 1) + " MB before), " +
+               fixed(bytes_per_lease(), 0) + " bytes per lease\n" + "watchdog     " + fixed(hold_cpu_percent, 1) +
+               "% of a core over " + fixed(hold_seconds, 1) + " s\n" + "lost         " + std::to_string(lost) +
+               "\nreleased     in " + fixed(release_seconds, 2) + " s\nerrors       " + std::to_string(errors) + "\n";
+    }
+};
+
+asio::awaitable<int> hold(asio::io_context& ctx, const bench_options& o, hold_result& r)
+{
+    client c(ctx.get_executor(), o.nodes);
+    diagnostics diag;
+    if (auto [ec] = co_await c.async_connect(diag, use_tuple); ec) {
+        write_stderr("redlock: bench: cannot reach a quorum of the nodes: " + std::string(diag.message()) + "\n");
+        co_return exit_code::unavailable;
+    }
+    std::random_device rd;
+    const std::string prefix = "redlock-bench-hold:" + std::to_string(rd()) + ":";
+    std::vector<lease> leases(static_cast<std::size_t>(o.leases));
+    r.rss_before_mb = resident_bytes() / 1048576.0;
+
+    const auto acquire_start = clock::now();
+    int next = 0, running = 0;
+    asio::steady_timer done(ctx, clock::time_point::max());
+    auto take = [&](auto& self) -> void {
+        while (running < in_flight && next < o.leases) {
+            const auto k = static_cast<std::size_t>(next++);
+            ++running;
+            mutex m(c, prefix + std::to_string(k), {.ttl = o.ttl, .watchdog = true});
+            m.async_lock([&, k](error_code ec, lease l) {
+                --running;
+                if (ec) ++r.errors;
+                leases[k] = std::move(l);
+                self(self);
+                if (running == 0 && next == o.leases) done.cancel();
+            });
+        }
+    };
+    take(take);
+    if (running > 0) co_await done.async_wait(use_tuple);
+    r.acquire_seconds = seconds_since(acquire_start);
+    for (const auto& l : leases) r.held += l ? 1 : 0;
+    r.rss_held_mb = resident_bytes() / 1048576.0;
+
+    const auto hold_start = clock::now();
+    const auto cpu_start = cpu_seconds();
+    asio::steady_timer wait(ctx, o.duration);
+    co_await wait.async_wait(use_tuple);
+    r.hold_seconds = seconds_since(hold_start);
+    r.hold_cpu_percent = (cpu_seconds() - cpu_start) * 100.0 / r.hold_seconds;
+    for (const auto& l : leases) r.lost += l && l.lost() ? 1 : 0;
+
+    const auto release_start = clock::now();
+    next = 0;
+    auto give_back = [&](auto& self) -> void {
+        while (running < in_flight && next < o.leases) {
+            auto& l = leases[static_cast<std::size_t>(next++)];
+            if (!l) continue;
+            ++running;
+            l.async_release([&](error_code ec) {
+                --running;
+                if (ec && ec != error::lost) ++r.errors;
+                self(self);
+                if (running == 0 && next == o.leases) done.cancel();
+            });
+        }
+    };
+    done.expires_at(clock::time_point::max());
+    give_back(give_back);
+    if (running > 0) co_await done.async_wait(use_tuple);
+    r.release_seconds = seconds_since(release_start);
+    c.close();
+    co_return exit_code::ok;
+}
+
+}  // namespace
+
+int run_bench_hold(const bench_options& o)
+{
+    asio::io_context ctx(1);
+    hold_result r;
+    r.nodes = o.nodes.size();
+    r.leases = o.leases;
+    r.ttl_ms = o.ttl.count();
+    int code = exit_code::lost;
+    asio::co_spawn(ctx, hold(ctx, o, r), [&](std::exception_ptr e, int result) {
+        code = e ? exit_code::lost : result;
+        ctx.stop();
+    });
+    ctx.run();
+    if (code == exit_code::ok) write_stdout(o.json ? r.json() : r.table());
+    return code;
+}
+
+}  // namespace redlock::cli
