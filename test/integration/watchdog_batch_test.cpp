@@ -19,6 +19,19 @@ using redlock::test::run_coro;
 using redlock::test::sleep_for;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
+namespace {
+// Locks `prefix0`, `prefix1`... with the watchdog (ttl 900 ms: extended every 300 ms) into `held`.
+asio::awaitable<void> take_leases(redlock::client& c, std::string prefix, int count, std::vector<redlock::lease>& held)
+{
+    for (int k = 0; k < count; ++k) {
+        redlock::mutex m(c, prefix + std::to_string(k), {.ttl = 900ms, .watchdog = true});
+        auto [ec, l] = co_await m.async_lock(use_tuple);
+        BOOST_TEST_REQUIRE(!ec);
+        held.push_back(std::move(l));
+    }
+}
+}  // namespace
+
 BOOST_AUTO_TEST_CASE(many_leases_stay_held_with_one_script_call_per_batch)
 {
     constexpr int leases = 300;
@@ -27,12 +40,7 @@ BOOST_AUTO_TEST_CASE(many_leases_stay_held_with_one_script_call_per_batch)
     redlock::client c(ctx.get_executor(), configs(nodes));
     std::vector<redlock::lease> held;
     run_coro(ctx, [&]() -> asio::awaitable<void> {
-        for (int k = 0; k < leases; ++k) {
-            redlock::mutex m(c, "batch:" + std::to_string(k), {.ttl = 900ms, .watchdog = true});
-            auto [ec, l] = co_await m.async_lock(use_tuple);
-            BOOST_TEST_REQUIRE(!ec);
-            held.push_back(std::move(l));
-        }
+        co_await take_leases(c, "batch:", leases, held);
         for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"CONFIG", "RESETSTAT"});
         co_await sleep_for(2000ms);  // more than two TTLs: every lease lives on extensions alone
     });
@@ -59,12 +67,7 @@ BOOST_AUTO_TEST_CASE(a_key_of_another_type_fails_its_lease_only)
     redlock::client c(ctx.get_executor(), configs(nodes));
     std::vector<redlock::lease> held;
     run_coro(ctx, [&]() -> asio::awaitable<void> {
-        for (int k = 0; k < leases; ++k) {
-            redlock::mutex m(c, "typed:" + std::to_string(k), {.ttl = 900ms, .watchdog = true});
-            auto [ec, l] = co_await m.async_lock(use_tuple);
-            BOOST_TEST_REQUIRE(!ec);
-            held.push_back(std::move(l));
-        }
+        co_await take_leases(c, "typed:", leases, held);
         for (std::size_t i = 0; i < nodes.size(); ++i) {
             nodes[i].cli({"DEL", "typed:7"});
             nodes[i].cli({"HSET", "typed:7", "field", "value"});
