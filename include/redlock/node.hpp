@@ -62,7 +62,8 @@ public:
     virtual void set_message_handler(message_handler handler) = 0;
 
     /// Whether the node runs one request whose keys span hash slots (one Redis server does; a Cluster node,
-    /// which routes by slot, does not). When a node does not, the watchdog extends each lease alone.
+    /// which routes by slot, does not). When a node does not, the watchdog extends each lease alone. Asked
+    /// once, when the client is made: the answer must not change.
     virtual bool cross_slot_requests() const { return true; }
 
     /// The server's Redis version, as connection::server_version() (70015 for 7.0.15); 0 when unknown. Newer

@@ -44,22 +44,6 @@ std::int64_t micros(clock::duration d)
     return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
 }
 
-// User and system CPU time of this process so far, in seconds.
-struct cpu_times {
-    double user = 0;
-    double system = 0;
-};
-
-cpu_times cpu_now()
-{
-    rusage u{};
-    ::getrusage(RUSAGE_SELF, &u);
-    auto seconds = [](const timeval& t) {
-        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
-    };
-    return {seconds(u.ru_utime), seconds(u.ru_stime)};
-}
-
 std::string run_id()
 {
     std::random_device rd;

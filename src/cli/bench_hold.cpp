@@ -2,6 +2,7 @@
 // watchdog (a bounded number of acquires in flight), holds them for the duration while the watchdog extends
 // them, then releases them; it reports the memory they take, the client CPU their extensions cost, and how
 // many were lost (none should be).
+#include "bench_stats.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "output.hpp"
@@ -23,8 +24,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <random>
-#include <sys/resource.h>
 
 namespace redlock::cli {
 namespace {
@@ -46,22 +47,13 @@ double resident_bytes()
 
 double cpu_seconds()
 {
-    rusage u{};
-    ::getrusage(RUSAGE_SELF, &u);
-    auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-    return s(u.ru_utime) + s(u.ru_stime);
+    const auto t = cpu_now();
+    return t.user + t.system;
 }
 
 double seconds_since(clock::time_point t)
 {
     return std::chrono::duration<double>(clock::now() - t).count();
-}
-
-std::string fixed(double v, int decimals)
-{
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, v);
-    return buffer;
 }
 
 struct hold_result {
@@ -108,6 +100,28 @@ struct hold_result {
     }
 };
 
+// Calls start(k, finished) for every k in [0, count), with at most `in_flight` operations started and not
+// finished; returns once all have finished. `start` returns false when it started nothing for k (then it does
+// not call `finished`); an operation it starts must call `finished` once, never inside `start` itself.
+using start_fn = std::function<bool(std::size_t k, std::function<void()> finished)>;
+asio::awaitable<void> for_each_bounded(asio::io_context& ctx, int count, const start_fn& start)
+{
+    int next = 0, running = 0;
+    asio::steady_timer done(ctx, clock::time_point::max());
+    std::function<void()> refill = [&] {
+        while (running < in_flight && next < count) {
+            auto finished = [&] {
+                --running;
+                refill();
+                if (running == 0 && next == count) done.cancel();
+            };
+            if (start(static_cast<std::size_t>(next++), finished)) ++running;
+        }
+    };
+    refill();
+    if (running > 0) co_await done.async_wait(use_tuple);
+}
+
 asio::awaitable<int> hold(asio::io_context& ctx, const bench_options& o, hold_result& r)
 {
     client c(ctx.get_executor(), o.nodes);
@@ -122,24 +136,17 @@ asio::awaitable<int> hold(asio::io_context& ctx, const bench_options& o, hold_re
     r.rss_before_mb = resident_bytes() / 1048576.0;
 
     const auto acquire_start = clock::now();
-    int next = 0, running = 0;
-    asio::steady_timer done(ctx, clock::time_point::max());
-    auto take = [&](auto& self) -> void {
-        while (running < in_flight && next < o.leases) {
-            const auto k = static_cast<std::size_t>(next++);
-            ++running;
-            mutex m(c, prefix + std::to_string(k), {.ttl = o.ttl, .watchdog = true});
-            m.async_lock([&, k](error_code ec, lease l) {
-                --running;
-                if (ec) r.count_error("lock", ec);
-                leases[k] = std::move(l);
-                self(self);
-                if (running == 0 && next == o.leases) done.cancel();
-            });
-        }
+    // Named, not temporaries in the co_await: g++ 12 destroys such temporaries twice.
+    const start_fn take = [&](std::size_t k, std::function<void()> finished) {
+        mutex m(c, prefix + std::to_string(k), {.ttl = o.ttl, .watchdog = true});
+        m.async_lock([&, k, finished](error_code ec, lease l) {
+            if (ec) r.count_error("lock", ec);
+            leases[k] = std::move(l);
+            finished();
+        });
+        return true;
     };
-    take(take);
-    if (running > 0) co_await done.async_wait(use_tuple);
+    co_await for_each_bounded(ctx, o.leases, take);
     r.acquire_seconds = seconds_since(acquire_start);
     for (const auto& l : leases) r.held += l ? 1 : 0;
     r.rss_held_mb = resident_bytes() / 1048576.0;
@@ -153,23 +160,15 @@ asio::awaitable<int> hold(asio::io_context& ctx, const bench_options& o, hold_re
     for (const auto& l : leases) r.lost += l && l.lost() ? 1 : 0;
 
     const auto release_start = clock::now();
-    next = 0;
-    auto give_back = [&](auto& self) -> void {
-        while (running < in_flight && next < o.leases) {
-            auto& l = leases[static_cast<std::size_t>(next++)];
-            if (!l) continue;
-            ++running;
-            l.async_release([&](error_code ec) {
-                --running;
-                if (ec && ec != error::lost) r.count_error("release", ec);
-                self(self);
-                if (running == 0 && next == o.leases) done.cancel();
-            });
-        }
+    const start_fn give_back = [&](std::size_t k, std::function<void()> finished) {
+        if (!leases[k]) return false;
+        leases[k].async_release([&, finished](error_code ec) {
+            if (ec && ec != error::lost) r.count_error("release", ec);
+            finished();
+        });
+        return true;
     };
-    done.expires_at(clock::time_point::max());
-    give_back(give_back);
-    if (running > 0) co_await done.async_wait(use_tuple);
+    co_await for_each_bounded(ctx, o.leases, give_back);
     r.release_seconds = seconds_since(release_start);
     c.close();
     co_return exit_code::ok;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <sys/resource.h>
 
 namespace redlock::cli {
 namespace {
@@ -22,6 +23,8 @@ double ops_per_sec(const bench_result& r)
     return r.seconds > 0 ? static_cast<double>(r.ops) / r.seconds : 0.0;
 }
 
+}  // namespace
+
 std::string fixed(double v, int decimals)
 {
     char buffer[64];
@@ -29,7 +32,15 @@ std::string fixed(double v, int decimals)
     return buffer;
 }
 
-}  // namespace
+cpu_times cpu_now()
+{
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    auto seconds = [](const timeval& t) {
+        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+    };
+    return {seconds(u.ru_utime), seconds(u.ru_stime)};
+}
 
 std::optional<std::int64_t> percentile(std::vector<std::int64_t>& samples, double p)
 {

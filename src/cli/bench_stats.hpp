@@ -8,6 +8,16 @@
 
 namespace redlock::cli {
 
+// `v` with `decimals` digits after the point ("12.70").
+std::string fixed(double v, int decimals);
+
+// User and system CPU time of this process so far, in seconds.
+struct cpu_times {
+    double user = 0;
+    double system = 0;
+};
+cpu_times cpu_now();
+
 // Nearest-rank percentile (p in (0, 100]) of the samples; nullopt when there are none. Sorts `samples`.
 std::optional<std::int64_t> percentile(std::vector<std::int64_t>& samples, double p);
 

@@ -80,11 +80,8 @@ public:
     const std::vector<node_config>& configs() const noexcept { return configs_; }
     const std::vector<std::string>& names() const noexcept { return names_; }
     node& at(std::size_t i) noexcept { return *nodes_[i]; }
-    /// Every node runs requests whose keys span hash slots (node::cross_slot_requests).
-    bool cross_slot_requests() const
-    {
-        return std::all_of(nodes_.begin(), nodes_.end(), [](const auto& n) { return n->cross_slot_requests(); });
-    }
+    /// Every node runs requests whose keys span hash slots (node::cross_slot_requests; asked once).
+    bool cross_slot_requests() const noexcept { return cross_slot_requests_; }
     /// True unless a node told a Redis version older than `version` (nodes that have not told yet do not count).
     bool none_known_older_than(std::uint32_t version) const
     {
@@ -138,6 +135,7 @@ private:
     std::vector<node_config> configs_;
     std::vector<std::string> names_;
     std::vector<std::unique_ptr<node>> nodes_;
+    bool cross_slot_requests_ = true;
 };
 
 }  // namespace redlock::detail
