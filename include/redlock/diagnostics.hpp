@@ -3,6 +3,7 @@
 
 #include <redlock/error.hpp>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,15 @@ struct node_outcome {
     std::string message;  ///< the server's error text, if any
 };
 
+/// How an acquire waited, over all its attempts: the cause of each retry, so a test or a log can tell a
+/// wake-up by a release message from a retry at the holder's TTL.
+struct wait_summary {
+    std::uint32_t attempts = 0;          ///< acquire attempts sent
+    std::uint32_t woken_by_release = 0;  ///< retries that a release message started
+    std::uint32_t timed_retries = 0;     ///< retries that a timer started (the holder's TTL, or a retry delay)
+    bool notified = false;  ///< release messages were subscribed on enough nodes to be relied on while it waited
+};
+
 class diagnostics {
 public:
     /// What the library found wrong (a bad URL, an unexpected reply...). Empty when the server spoke.
@@ -39,11 +49,15 @@ public:
     /// Per node, for quorum operations: who granted, refused, failed and why. Empty otherwise.
     const std::vector<node_outcome>& nodes() const noexcept { return nodes_; }
 
+    /// For acquires (async_lock...): how it waited.
+    const wait_summary& waiting() const noexcept { return waiting_; }
+
     void clear() noexcept
     {
         client_message_.clear();
         server_message_.clear();
         nodes_.clear();
+        waiting_ = {};
     }
 
 private:
@@ -51,6 +65,7 @@ private:
     std::string client_message_;
     std::string server_message_;
     std::vector<node_outcome> nodes_;
+    wait_summary waiting_;
 };
 
 }  // namespace redlock

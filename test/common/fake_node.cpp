@@ -282,8 +282,15 @@ public:
 
     void subscribe(const asio::any_io_executor& ex, std::vector<std::string> channels, node::completion h)
     {
-        for (auto& c : channels) subscribed_.push_back(std::move(c));
-        complete(ex, std::move(h), closed_ ? make_error_code(error::closed) : error_code{});
+        error_code ec = closed_ ? make_error_code(error::closed) : error_code{};
+        if (!ec && on_subscribe_) ec = on_subscribe_(channels);
+        if (!ec)
+            for (auto& c : channels) subscribed_.push_back(std::move(c));
+        complete(ex, std::move(h), ec);
+    }
+    void on_subscribe(std::function<error_code(const std::vector<std::string>&)> f) override
+    {
+        on_subscribe_ = std::move(f);
     }
     void set_handler(node::message_handler h) { on_message_ = std::move(h); }
 
@@ -342,6 +349,7 @@ private:
     std::deque<held_exec> held_;
     std::vector<node::completion> held_connects_;
     node::message_handler on_message_;
+    std::function<error_code(const std::vector<std::string>&)> on_subscribe_;
     bool closed_ = false;
     bool destroyed_ = false;
     std::uint32_t server_version_ = 60200;

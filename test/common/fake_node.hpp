@@ -108,6 +108,9 @@ public:
     /// What node::server_version() reports. Default 60200 (Redis 6.2): the client acquires by script, as most
     /// tests expect; 70000 and up (or 0, unknown) let it send SET NX GET.
     virtual void set_server_version(std::uint32_t v) = 0;
+    /// Runs when a SUBSCRIBE arrives, before it completes, and says how it completes (empty: confirmed). The
+    /// default confirms every subscription.
+    virtual void on_subscribe(std::function<error_code(const std::vector<std::string>& channels)> f) = 0;
 
     virtual std::vector<exec_record> received() const = 0;
     std::vector<exec_record> received(script_kind kind) const;

@@ -32,6 +32,7 @@ struct access {
     static void set_client_message(diagnostics& d, std::string text) { d.client_message_ = std::move(text); }
     static void set_server_message(diagnostics& d, std::string text) { d.server_message_ = std::move(text); }
     static void set_nodes(diagnostics& d, std::vector<node_outcome> nodes) { d.nodes_ = std::move(nodes); }
+    static wait_summary& waiting(diagnostics& d) { return d.waiting_; }
 };
 
 }  // namespace redlock::detail

@@ -8,6 +8,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <random>
 
 namespace redlock::detail {
@@ -18,30 +19,22 @@ using ms = std::chrono::milliseconds;
 
 namespace {
 
-// Subscribes `timer` to the release channels once started, and unsubscribes when destroyed.
-class release_watch {
+// Registers a watcher for the loop's whole life: a release that lands while it is busy is kept for it.
+class watch_scope {
 public:
-    release_watch(release_wakeups& wakeups, const std::vector<std::string>& channels, asio::steady_timer& timer)
-        : wakeups_(wakeups), channels_(channels), timer_(timer)
-    {}
-    ~release_watch()
+    watch_scope(release_wakeups& wakeups, const std::vector<std::string>& channels, release_watcher& w)
+        : wakeups_(wakeups), channels_(channels), watcher_(w)
     {
-        if (started_) wakeups_.unwatch(channels_, timer_);
+        wakeups_.watch(channels_, watcher_);
     }
-    release_watch(const release_watch&) = delete;
-    release_watch& operator=(const release_watch&) = delete;
-
-    void start()
-    {
-        if (!started_) wakeups_.watch(channels_, timer_);
-        started_ = true;
-    }
+    ~watch_scope() { wakeups_.unwatch(channels_, watcher_); }
+    watch_scope(const watch_scope&) = delete;
+    watch_scope& operator=(const watch_scope&) = delete;
 
 private:
     release_wakeups& wakeups_;
     const std::vector<std::string>& channels_;
-    asio::steady_timer& timer_;
-    bool started_ = false;
+    release_watcher& watcher_;
 };
 
 // Jitter needs no CSPRNG (tokens do): one generator per thread, seeded once.
@@ -56,6 +49,11 @@ bool cancelled(asio::cancellation_state state)
     return state.cancelled() != asio::cancellation_type::none;
 }
 
+ms until_deadline(clock::time_point deadline, clock::time_point now)
+{
+    return deadline == clock::time_point::max() ? ms::max() : std::chrono::duration_cast<ms>(deadline - now);
+}
+
 }  // namespace
 
 asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_loop(std::shared_ptr<client_impl> client,
@@ -63,40 +61,75 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
                                                                                    attempt_fn attempt,
                                                                                    diagnostics* diag)
 {
-    asio::steady_timer pause(client->strand());
-    release_watch watch(client->wakeups(), plan.channels, pause);
+    auto& wakeups = client->wakeups();
+    release_watcher watcher(client->strand());
+    watcher.token = plan.wake_token;
+    watch_scope scope(wakeups, plan.channels, watcher);
     std::optional<asio::steady_timer> gate_wait;  // only when another attempt of this client holds the gate
+    wait_summary unreported;
+    auto& summary = diag ? access::waiting(*diag) : unreported;
+    const auto aborted = [] {
+        return std::tuple{make_error_code(asio::error::operation_aborted), std::shared_ptr<lease_state>{}};
+    };
 
     for (std::uint64_t n = 1;; ++n) {
         attempt_result result;
+        bool notified_before = false;  // messages could be relied on when the attempt was sent
         {
             gate_pass gate(client->gates(), plan.gate_id);
             if (!gate.try_enter()) {
                 if (!gate_wait) gate_wait.emplace(client->strand());
-                if (!co_await gate.enter(*gate_wait))
-                    co_return std::tuple{make_error_code(asio::error::operation_aborted), nullptr};
+                if (!co_await gate.enter(*gate_wait)) co_return aborted();
             }
+            notified_before = wakeups.reliable(plan.channels);
+            watcher.acting_on_release = watcher.woken;
+            watcher.woken = false;  // this attempt sees every release that came before it
+            ++summary.attempts;
             result = co_await attempt(n);
+            if (!result.failure || result.refused) watcher.acting_on_release = false;  // it had its answer
         }  // the outcome is known: the client's next waiter may try
         if (!result.failure) co_return std::tuple{error_code{}, std::move(result.granted)};
-        if (result.failure == asio::error::operation_aborted) co_return std::tuple{result.failure, nullptr};
+        if (result.failure == asio::error::operation_aborted) co_return aborted();
 
-        const auto now = clock::now();
-        if (now >= plan.wait_until) {
-            if (diag && !client->wakeups().refusal().empty() && n > 1)
-                access::set_client_message(*diag,
-                                           std::string(diag->client_message()) + "; " + client->wakeups().refusal());
+        if (clock::now() >= plan.wait_until) {
+            if (diag && !wakeups.refusal().empty() && n > 1)
+                access::set_client_message(*diag, std::string(diag->client_message()) + "; " + wakeups.refusal());
             co_return std::tuple{result.failure, nullptr};
         }
-        const auto left = plan.wait_until == clock::time_point::max()
-                              ? ms::max()
-                              : std::chrono::duration_cast<ms>(plan.wait_until - now);
-        // Refused: a release will be published; wake up for it rather than wait out the delay.
-        if (result.refused) watch.start();
-        pause.expires_after(retry_delay(plan.retry_delay, plan.retry_jitter, result.holder_ttl, left, unit_random()));
-        co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
-        if (cancelled(co_await asio::this_coro::cancellation_state))
-            co_return std::tuple{make_error_code(asio::error::operation_aborted), nullptr};
+        if (result.refused && !notified_before) {
+            // Subscribe, then check again: a release between the refusal and the subscription has no message
+            // for us, but that check sees it.
+            wakeups.subscribe(plan.channels);
+            const auto settle_until = std::min(plan.wait_until, clock::now() + plan.settle_timeout);
+            while (!wakeups.reliable(plan.channels) && !wakeups.settled(plan.channels) && clock::now() < settle_until) {
+                watcher.settling = true;
+                watcher.timer.expires_at(settle_until);
+                co_await watcher.timer.async_wait(asio::as_tuple(asio::use_awaitable));
+                watcher.settling = false;
+                if (cancelled(co_await asio::this_coro::cancellation_state)) co_return aborted();
+            }
+            if (wakeups.reliable(plan.channels)) {
+                summary.notified = true;
+                continue;
+            }
+        }
+        if (watcher.woken) {  // released while this attempt was on its way
+            ++summary.woken_by_release;
+            continue;
+        }
+        const bool notified = wakeups.reliable(plan.channels);
+        summary.notified = summary.notified || notified;
+        const auto left = until_deadline(plan.wait_until, clock::now());
+        auto pause = notified && result.holder_ttl
+                         ? *result.holder_ttl + ms(1)  // a message comes first, unless the holder's key lapses
+                         : retry_delay(plan.retry_delay, plan.retry_jitter, result.holder_ttl, left, unit_random());
+        pause = std::clamp(pause, ms(0), std::min(left, plan.max_pause));
+        watcher.pausing = true;
+        watcher.timer.expires_after(pause);
+        co_await watcher.timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        watcher.pausing = false;
+        if (cancelled(co_await asio::this_coro::cancellation_state)) co_return aborted();
+        ++(watcher.woken ? summary.woken_by_release : summary.timed_retries);
     }
 }
 

@@ -22,18 +22,26 @@ namespace redlock::detail {
 /// What one attempt reports. A failed or cancelled attempt has already sent its clean-up (release on all N
 /// nodes: a late grant may still land on a silent one).
 struct attempt_result {
-    error_code failure;                                   ///< clear: granted
-    std::shared_ptr<lease_state> granted;                 ///< when granted
-    bool refused = false;                                 ///< another owner answered: its release is worth waiting for
-    std::optional<std::chrono::milliseconds> holder_ttl;  ///< shortest remaining TTL among those owners
+    error_code failure;                    ///< clear: granted
+    std::shared_ptr<lease_state> granted;  ///< when granted
+    bool refused = false;                  ///< another owner answered: its release is worth waiting for
+    /// When the lock may become free without a release message: the shortest remaining TTL among those owners
+    /// (a fair lock: or when a waiter ahead of us drops out if it stops heartbeating).
+    std::optional<std::chrono::milliseconds> holder_ttl;
 };
 
 struct acquire_plan {
     std::string gate_id;                ///< one attempt at a time per gate in this client
     std::vector<std::string> channels;  ///< release channels that wake a waiter
+    std::string wake_token;             ///< a fair waiter: only releases naming this token wake it (release_wakeups)
     std::chrono::steady_clock::time_point wait_until;
+    /// Timed retries, when release messages cannot be relied on (see acquire_loop).
     std::chrono::milliseconds retry_delay{100};
     std::chrono::milliseconds retry_jitter{50};
+    /// The longest pause between attempts whatever the holder's TTL (a fair waiter's heartbeat); max: none.
+    std::chrono::milliseconds max_pause = std::chrono::milliseconds::max();
+    /// How long a refused waiter waits for its fresh subscriptions to be confirmed before it checks again.
+    std::chrono::milliseconds settle_timeout{250};
 };
 
 /// Attempt number n (from 1). Must not be a capturing lambda coroutine: return the awaitable of a coroutine
@@ -41,7 +49,14 @@ struct acquire_plan {
 using attempt_fn = std::function<boost::asio::awaitable<attempt_result>(std::uint64_t n)>;
 
 /// Runs attempts until one is granted, the wait deadline passes (the last failure), or the caller is
-/// cancelled (operation_aborted). `diag` may be null; attempts fill it in.
+/// cancelled (operation_aborted). `diag` may be null; attempts fill it in, and the loop its wait_summary.
+///
+/// Waiting never loses a wake-up: the waiter is registered for release messages before its first attempt; a
+/// refused waiter whose channels were not yet subscribed on enough nodes subscribes, waits for the
+/// confirmations and checks again (a release between its refusal and the subscription is seen by that
+/// check); a release that lands during an attempt makes the waiter retry at once. Once the messages can be
+/// relied on, a refused waiter sleeps until one wakes it or the holder's TTL runs out, never on a fixed poll;
+/// otherwise it retries after retry_delay (jittered), never past the holder's TTL.
 boost::asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_loop(
     std::shared_ptr<client_impl> client, acquire_plan plan, attempt_fn attempt, diagnostics* diag);
 

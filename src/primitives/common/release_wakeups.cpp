@@ -1,6 +1,6 @@
 #include "primitives/common/release_wakeups.hpp"
 
-#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 namespace redlock::detail {
 
 namespace asio = boost::asio;
+using clock = std::chrono::steady_clock;
 
 std::shared_ptr<release_wakeups> release_wakeups::make(node_set& nodes)
 {
@@ -24,76 +25,182 @@ std::shared_ptr<release_wakeups> release_wakeups::make(node_set& nodes)
     return self;
 }
 
-void release_wakeups::watch(const std::vector<std::string>& channels, asio::steady_timer& timer)
+void release_wakeups::watch(const std::vector<std::string>& channels, release_watcher& w)
 {
-    std::vector<std::string> fresh;
     for (const auto& channel : channels) {
-        watchers_[channel].push_back(&timer);
-        if (subscriptions_[channel]++ == 0) fresh.push_back(channel);
-    }
-    if (fresh.empty()) return;
-    auto subscribed = nodes_.start(
-        {}, {},
-        [fresh](node& n, fan_out_state& s, std::size_t i, node::completion done) {
-            n.async_subscribe(fresh, s.diags[i], std::move(done));
-        },
-        answered, nodes_.size());
-    asio::co_spawn(nodes_.strand(), note_refusals(shared_from_this(), std::move(subscribed)),
-                   [](std::exception_ptr) {});
-}
-
-asio::awaitable<void> release_wakeups::note_refusals(std::shared_ptr<release_wakeups> self,
-                                                     std::shared_ptr<fan_out_state> subscribed)
-{
-    // Bounded, so a node that never answers cannot keep this object alive.
-    subscribed = co_await node_set::outcome(std::move(subscribed), until::all_answered,
-                                            std::chrono::steady_clock::now() + std::chrono::seconds(30));
-    if (!self->refusal_.empty()) co_return;
-    for (std::size_t i = 0; i < subscribed->results.size(); ++i) {
-        if (!subscribed->answered(i) || *subscribed->results[i] != error::server_error)
-            continue;  // a node down refuses nothing
-        self->refusal_ = "node " + self->names_[i] + " refused the subscription to release messages (" +
-                         std::string(subscribed->diags[i].message()) +
-                         "): waiters retry at the holder's remaining TTL instead of waking on a release";
-        break;
+        auto [it, fresh] = channels_.try_emplace(channel);
+        if (fresh) {
+            it->second.nodes.assign(nodes_.size(), node_state::none);
+            it->second.generation = ++generations_;
+        }
+        it->second.watchers.push_back(&w);
     }
 }
 
-void release_wakeups::unwatch(const std::vector<std::string>& channels, asio::steady_timer& timer)
+void release_wakeups::unwatch(const std::vector<std::string>& channels, release_watcher& w)
 {
-    std::vector<std::string> stale;
     for (const auto& channel : channels) {
-        if (auto queue = watchers_.find(channel); queue != watchers_.end()) {
-            std::erase(queue->second, &timer);
-            if (queue->second.empty()) watchers_.erase(queue);
-        }
-        auto count = subscriptions_.find(channel);
-        if (count != subscriptions_.end() && --count->second == 0) {
-            subscriptions_.erase(count);
-            recent_releases_.erase(channel);
-            stale.push_back(channel);
+        auto it = channels_.find(channel);
+        if (it == channels_.end()) continue;
+        auto& state = it->second;
+        std::erase(state.watchers, &w);
+        // Woken, but gone before an attempt answered: the release is the next one's (a fair waiter's successor
+        // is woken by the message its leaving publishes).
+        if ((w.woken || w.acting_on_release) && w.token.empty()) wake(state, {});
+        if (state.watchers.empty()) {
+            state.idle_since = clock::now();
+            schedule_sweep();
         }
     }
-    if (stale.empty()) return;
-    nodes_.start(
-        {}, {},
-        [stale](node& n, fan_out_state&, std::size_t, node::completion done) {
-            n.async_unsubscribe(stale, std::move(done));
-        },
-        answered, nodes_.size());
+}
+
+void release_wakeups::subscribe(const std::vector<std::string>& channels)
+{
+    std::weak_ptr<release_wakeups> weak = weak_from_this();
+    for (const auto& channel : channels) {
+        auto it = channels_.find(channel);
+        if (it == channels_.end()) continue;
+        auto& state = it->second;
+        for (std::size_t i = 0; i < state.nodes.size(); ++i) {
+            if (state.nodes[i] != node_state::none) continue;
+            state.nodes[i] = node_state::subscribing;
+            auto diag = std::make_shared<diagnostics>();
+            auto done = asio::bind_executor(nodes_.strand(),
+                                            [weak, channel, generation = state.generation, i, diag](error_code ec) {
+                                                if (auto self = weak.lock())
+                                                    self->on_subscribed(channel, generation, i, ec, *diag);
+                                            });
+            try {
+                nodes_.at(i).async_subscribe({channel}, *diag, std::move(done));
+            } catch (...) {
+                state.nodes[i] = node_state::none;  // a node that throws counts as down
+            }
+        }
+    }
+}
+
+void release_wakeups::on_subscribed(const std::string& channel, std::uint64_t generation, std::size_t node,
+                                    error_code ec, const diagnostics& diag)
+{
+    auto it = channels_.find(channel);
+    if (it == channels_.end() || it->second.generation != generation) return;  // unsubscribed meanwhile
+    auto& state = it->second;
+    if (!ec) {
+        state.nodes[node] = node_state::confirmed;
+    } else if (ec == error::server_error) {
+        state.nodes[node] = node_state::refused;
+        if (refusal_.empty())
+            refusal_ = "node " + names_[node] + " refused the subscription to release messages (" +
+                       std::string(diag.message()) +
+                       "): waiters retry at the holder's remaining TTL instead of waking on a release";
+    } else {
+        state.nodes[node] = node_state::none;  // down or slow: the next refused waiter asks again
+    }
+    for (auto* w : state.watchers)
+        if (w->settling) w->timer.cancel();
+}
+
+bool release_wakeups::reliable(const std::vector<std::string>& channels) const
+{
+    for (const auto& channel : channels) {
+        auto it = channels_.find(channel);
+        if (it == channels_.end()) return false;
+        if (static_cast<std::size_t>(
+                std::count(it->second.nodes.begin(), it->second.nodes.end(), node_state::confirmed)) < need_)
+            return false;
+    }
+    return true;
+}
+
+bool release_wakeups::settled(const std::vector<std::string>& channels) const
+{
+    for (const auto& channel : channels) {
+        auto it = channels_.find(channel);
+        if (it != channels_.end() && std::find(it->second.nodes.begin(), it->second.nodes.end(),
+                                               node_state::subscribing) != it->second.nodes.end())
+            return false;
+    }
+    return true;
 }
 
 void release_wakeups::on_message(const std::string& channel, const std::string& payload)
 {
-    auto queue = watchers_.find(channel);
-    if (queue == watchers_.end()) return;
-    auto& recent = recent_releases_[channel];
+    auto it = channels_.find(channel);
+    if (it == channels_.end()) return;
+    auto& state = it->second;
+    auto& recent = state.recent;
     if (std::find(recent.begin(), recent.end(), payload) != recent.end()) return;  // another node's copy
     if (recent.size() == 8) recent.erase(recent.begin());
     recent.push_back(payload);
-    // The longest waiting watcher that is waiting now: one busy with an attempt will see the lock state anyway.
-    for (auto* timer : queue->second)
-        if (timer->cancel() > 0) break;
+    const auto newline = payload.find('\n');
+    wake(state, newline == std::string::npos ? std::string_view{} : std::string_view(payload).substr(newline + 1));
+}
+
+void release_wakeups::wake(channel_state& state, std::string_view next_in_line)
+{
+    if (!next_in_line.empty()) {  // a fair lock's release: only the next in line can take it
+        for (auto* w : state.watchers) {
+            if (w->token != next_in_line) continue;
+            w->woken = true;
+            if (w->pausing) w->timer.cancel();
+        }
+        return;
+    }
+    for (auto* w : state.watchers) {
+        if (w->token.empty() && w->pausing && !w->woken) {
+            w->woken = true;
+            w->timer.cancel();
+            return;
+        }
+    }
+    // Nobody asleep: those busy with an attempt (or queued for one) may have been refused before the release
+    // landed; they retry at once rather than sleep through it.
+    for (auto* w : state.watchers)
+        if (w->token.empty()) w->woken = true;
+}
+
+void release_wakeups::schedule_sweep()
+{
+    if (sweep_armed_) return;
+    sweep_armed_ = true;
+    sweep_.expires_after(linger);
+    sweep_.async_wait([weak = weak_from_this()](error_code ec) {
+        if (ec) return;
+        if (auto self = weak.lock()) self->sweep();
+    });
+}
+
+void release_wakeups::sweep()
+{
+    sweep_armed_ = false;
+    const auto now = clock::now();
+    bool idle_left = false;
+    for (auto it = channels_.begin(); it != channels_.end();) {
+        auto& state = it->second;
+        if (!state.watchers.empty()) {
+            ++it;
+            continue;
+        }
+        if (now - state.idle_since < linger) {
+            idle_left = true;
+            ++it;
+            continue;
+        }
+        std::vector<std::size_t> subscribed;
+        for (std::size_t i = 0; i < state.nodes.size(); ++i)
+            if (state.nodes[i] == node_state::confirmed || state.nodes[i] == node_state::subscribing)
+                subscribed.push_back(i);
+        if (!subscribed.empty()) {
+            nodes_.start(
+                {}, {},
+                [channel = it->first](node& n, fan_out_state&, std::size_t, node::completion done) {
+                    n.async_unsubscribe({channel}, std::move(done));
+                },
+                answered, nodes_.size(), &subscribed);
+        }
+        it = channels_.erase(it);
+    }
+    if (idle_left) schedule_sweep();
 }
 
 }  // namespace redlock::detail

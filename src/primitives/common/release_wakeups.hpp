@@ -1,12 +1,12 @@
-// Waiting without polling: a release is published on the lock's channel, and wakes one local waiter.
+// Waiting without polling: a release is published on the lock's channel and wakes one local waiter.
 #pragma once
 
 #include "quorum/node_set.hpp"
 
-#include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <deque>
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -14,36 +14,85 @@
 
 namespace redlock::detail {
 
+/// One acquire that waits for releases: its pause timer and what the wake-ups know of it. It lives in the
+/// acquire loop's frame and stays registered (watch .. unwatch) for the loop's whole life, attempts included,
+/// so a release that lands while it is busy is kept for it rather than lost.
+struct release_watcher {
+    explicit release_watcher(const strand_type& strand) : timer(strand) {}
+    boost::asio::steady_timer timer;
+    /// A fair waiter's token: only a release that names it as the next in line wakes it. Empty: any release.
+    std::string token;
+    bool pausing = false;   ///< waiting on `timer`, which a release cancels
+    bool settling = false;  ///< waiting on `timer` for its subscriptions to be confirmed
+    bool woken = false;     ///< a release came since its last attempt started
+    /// Its attempt in flight follows a release: if that attempt ends without an answer (cancelled, failed), the
+    /// release is passed to the next waiter rather than lost with this one.
+    bool acting_on_release = false;
+};
+
 /// On the client's strand. Each release wakes one watcher, the longest waiting, once however many nodes
-/// publish it: waking them all would make one client's waiters split the nodes' votes among themselves.
-/// Subscriptions are shared and counted: the first watcher of a channel subscribes, the last unsubscribes.
+/// publish it: waking them all would make one client's waiters split the nodes' votes among themselves. A
+/// release that finds every watcher busy (in an attempt, or queued for one) marks them all woken: the busy one
+/// retries at once instead of sleeping through it.
+///
+/// Subscriptions are the client's, per channel and per node: the first waiter that is refused subscribes, the
+/// channel stays subscribed while it has watchers and for a short linger after (a worker that takes the lock
+/// again and again subscribes once), then it is unsubscribed. A node that could not be reached is subscribed
+/// again by the next waiter refused; one that refused (an ACL user without channel rights) is not asked again.
 class release_wakeups : public std::enable_shared_from_this<release_wakeups> {
 public:
+    /// How long a channel stays subscribed after its last watcher left.
+    static constexpr std::chrono::milliseconds linger{2000};
+
     /// Routes the nodes' messages here; `nodes` must outlive this object's synchronous calls.
     static std::shared_ptr<release_wakeups> make(node_set& nodes);
 
-    /// `timer` is woken (its wait cancelled) by a release published on one of `channels`. Unwatch before the
-    /// timer dies.
-    void watch(const std::vector<std::string>& channels, boost::asio::steady_timer& timer);
-    void unwatch(const std::vector<std::string>& channels, boost::asio::steady_timer& timer);
+    /// Registers `w` on `channels` (no I/O). Unwatch before `w` dies.
+    void watch(const std::vector<std::string>& channels, release_watcher& w);
+    void unwatch(const std::vector<std::string>& channels, release_watcher& w);
+
+    /// Sends SUBSCRIBE for `channels` to every node that has not confirmed, refused or been asked already.
+    void subscribe(const std::vector<std::string>& channels);
+    /// Every channel is confirmed on enough nodes that any quorum's release reaches one of them (N - Q + 1):
+    /// a waiter may then sleep until a message or the holder's TTL.
+    bool reliable(const std::vector<std::string>& channels) const;
+    /// No subscription of `channels` is waiting for its node's answer.
+    bool settled(const std::vector<std::string>& channels) const;
 
     /// Why waiters fall back to timed retries (a node refused a subscription, e.g. an ACL user without channel
     /// rights), or empty. Said once per client: the first refusal is kept.
     const std::string& refusal() const noexcept { return refusal_; }
 
-    /// A message published on `channel`: the id of one release, the same from each of the N nodes.
+    /// A message published on `channel`: "<release id>" (the same from each of the N nodes), or for a fair lock
+    /// "<release id>\n<token of the next in line>" (a waiter of another process, or none, leaves ours asleep).
     void on_message(const std::string& channel, const std::string& payload);
 
 private:
-    explicit release_wakeups(node_set& nodes) : nodes_(nodes), names_(nodes.names()) {}
-    static boost::asio::awaitable<void> note_refusals(std::shared_ptr<release_wakeups> self,
-                                                      std::shared_ptr<fan_out_state> subscribed);
+    enum class node_state : std::uint8_t { none, subscribing, confirmed, refused };
+    struct channel_state {
+        std::vector<release_watcher*> watchers;  // registration order: the longest waiting first
+        std::vector<node_state> nodes;
+        std::uint64_t generation = 0;                        // tells a subscription's late answer from a newer one's
+        std::vector<std::string> recent;                     // the last releases seen, to drop the other nodes' copies
+        std::chrono::steady_clock::time_point idle_since{};  // when its last watcher left
+    };
+
+    explicit release_wakeups(node_set& nodes)
+        : nodes_(nodes), names_(nodes.names()), need_(nodes.size() - nodes.majority() + 1), sweep_(nodes.strand())
+    {}
+    void on_subscribed(const std::string& channel, std::uint64_t generation, std::size_t node, error_code ec,
+                       const diagnostics& diag);
+    void wake(channel_state& state, std::string_view next_in_line);
+    void schedule_sweep();
+    void sweep();
 
     node_set& nodes_;
-    std::vector<std::string> names_;                              // a copy: note_refusals may outlive the node set
-    std::unordered_map<std::string, std::size_t> subscriptions_;  // channel -> watchers
-    std::unordered_map<std::string, std::deque<boost::asio::steady_timer*>> watchers_;  // oldest first
-    std::unordered_map<std::string, std::vector<std::string>> recent_releases_;         // per channel, to de-duplicate
+    std::vector<std::string> names_;
+    std::size_t need_;  // confirmed nodes that make a channel reliable
+    std::unordered_map<std::string, channel_state> channels_;
+    std::uint64_t generations_ = 0;
+    boost::asio::steady_timer sweep_;  // unsubscribes channels idle for `linger`
+    bool sweep_armed_ = false;
     std::string refusal_;
 };
 

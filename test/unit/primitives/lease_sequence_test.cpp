@@ -1,7 +1,7 @@
 // The lock sequence (acquire, extend, release) of redlock::mutex against fake nodes, through redlock::client
 // and its node_factory: every tally outcome with N = 1, 3 and 5, and regressions of defects found in the lease
 // machinery. No Redis.
-#include "common/fake_node.hpp"
+#include "common/fake_rig.hpp"
 #include "common/run_coro.hpp"
 
 #include <redlock/client.hpp>
@@ -33,58 +33,12 @@ using clock_type = std::chrono::steady_clock;
 const std::vector<std::size_t> sizes{1, 3, 5};
 constexpr auto use = asio::as_tuple(asio::use_awaitable);
 
-std::size_t quorum_of(std::size_t n)
-{
-    return n / 2 + 1;
-}
-
-// One client over N fake nodes on a single-threaded io_context.
-struct rig {
-    explicit rig(std::size_t n) : fakes(fake_nodes(n))
-    {
-        c.emplace(ctx.get_executor(), fakes.configs(), fakes.factory);
-    }
-    asio::io_context ctx;
-    fake_cluster fakes;
-    std::optional<redlock::client> c;
-
-    std::size_t n() const { return fakes.size(); }
-    std::size_t q() const { return quorum_of(fakes.size()); }
-    // Nodes [from, to) do `a` for `kind`.
-    void on(std::size_t from, std::size_t to, script_kind kind, const action& a)
-    {
-        for (std::size_t i = from; i < to && i < n(); ++i) fakes[i].on(kind, a);
-    }
-    template <class F>
-    auto bind(F f)
-    {
-        return asio::bind_executor(ctx.get_executor(), std::move(f));
-    }
-};
-
 lock_options opts(ms ttl = 2000ms)
 {
     lock_options o;
     o.ttl = ttl;
     o.wait = 0ms;
     return o;
-}
-
-asio::awaitable<void> sleep_for(ms d)
-{
-    asio::steady_timer t(co_await asio::this_coro::executor, d);
-    co_await t.async_wait(use);
-}
-
-// Polls `pred` every 2 ms (running the io_context meanwhile) until it holds or `limit` passed.
-asio::awaitable<bool> eventually(std::function<bool()> pred, ms limit = 2000ms)
-{
-    const auto until = clock_type::now() + limit;
-    while (!pred()) {
-        if (clock_type::now() >= until) co_return false;
-        co_await sleep_for(2ms);
-    }
-    co_return true;
 }
 
 asio::awaitable<std::tuple<error_code, lease>> try_lock(rig& r, lock_options o, diagnostics& diag)
@@ -350,7 +304,7 @@ BOOST_DATA_TEST_CASE(extend_granted_on_a_quorum_prolongs, bdata::make(sizes), n)
         auto [ec, l] = co_await try_lock(r, opts(), diag);
         BOOST_REQUIRE(!ec);
         const auto before = l.valid_until();
-        co_await sleep_for(20ms);
+        co_await pause_for(20ms);
         auto [eec] = co_await l.async_extend(diag, use);
         BOOST_TEST(!eec);
         BOOST_TEST(!l.lost());
@@ -456,7 +410,7 @@ BOOST_DATA_TEST_CASE(extension_after_the_validity_is_lost, bdata::make(sizes), n
         BOOST_TEST(l.lost());
         auto [wec] = co_await l.async_wait_lost(use);
         BOOST_TEST(wec == error::lost);
-        co_await sleep_for(250ms);  // the late "yes" arrives: it must not revive the lease
+        co_await pause_for(250ms);  // the late "yes" arrives: it must not revive the lease
         BOOST_TEST(l.lost());
     });
 }
@@ -524,7 +478,7 @@ BOOST_DATA_TEST_CASE(lease_destroyed_during_extend_completes_the_handler, bdata:
             BOOST_REQUIRE(co_await eventually(all_held));
         }  // the lease is destroyed: released in the background
         r.c.reset();
-        co_await sleep_for(5ms);
+        co_await pause_for(5ms);
         BOOST_TEST(!done);
         for (std::size_t i = 0; i < n; ++i) {
             BOOST_TEST(!r.fakes[i].destroyed());  // the extension keeps the nodes alive
@@ -564,7 +518,7 @@ BOOST_DATA_TEST_CASE(client_destroyed_during_connect_completes_the_handler, bdat
         };
         BOOST_REQUIRE(co_await eventually(all_held));
         r.c.reset();
-        co_await sleep_for(5ms);
+        co_await pause_for(5ms);
         BOOST_TEST(!done);
         for (std::size_t i = 0; i < n; ++i) {
             BOOST_TEST(!r.fakes[i].destroyed());
@@ -637,7 +591,7 @@ BOOST_DATA_TEST_CASE(due_leases_extend_in_batches, bdata::make(sizes), n)
         }
         std::function<bool()> all_granted = [&] { return granted == leases; };
         BOOST_REQUIRE(co_await eventually(all_granted));
-        co_await sleep_for(1000ms);  // three intervals, past the first validity
+        co_await pause_for(1000ms);  // three intervals, past the first validity
         for (std::size_t i = 0; i < n; ++i) {
             const auto ext = r.fakes[i].received(script_kind::extend);
             BOOST_TEST(ext.size() >= 2 * leases);
@@ -699,7 +653,7 @@ BOOST_DATA_TEST_CASE(extensions_send_the_extend_script_never_acquire, bdata::mak
         BOOST_TEST(got == error::not_owner);
         std::vector<std::size_t> counts;
         for (std::size_t i = 0; i < n; ++i) counts.push_back(r.fakes[i].received().size());
-        co_await sleep_for(200ms);  // several watchdog intervals: nothing more is sent
+        co_await pause_for(200ms);  // several watchdog intervals: nothing more is sent
         for (std::size_t i = 0; i < n; ++i) {
             const auto all = r.fakes[i].received();
             BOOST_TEST(all.size() == counts[i]);
@@ -778,7 +732,7 @@ BOOST_AUTO_TEST_CASE(a_quorum_extension_repairs_only_the_nodes_that_lost_the_key
         BOOST_TEST(!eec);
         std::function<bool()> repaired = [&r] { return r.fakes[3].received(script_kind::acquire).size() == 2u; };
         BOOST_TEST(co_await eventually(repaired));
-        co_await sleep_for(20ms);
+        co_await pause_for(20ms);
         for (std::size_t i : {0u, 1u, 2u, 4u}) BOOST_TEST(r.fakes[i].received(script_kind::acquire).size() == 1u);
         const auto repair = r.fakes[3].received(script_kind::acquire).back();
         BOOST_TEST(repair.args.at(0) == l.token());
@@ -786,7 +740,7 @@ BOOST_AUTO_TEST_CASE(a_quorum_extension_repairs_only_the_nodes_that_lost_the_key
         // Released: a later extension answer changes nothing, and nothing is repaired any more.
         auto [rec] = co_await l.async_release(use);
         BOOST_TEST(!rec);
-        co_await sleep_for(20ms);
+        co_await pause_for(20ms);
         BOOST_TEST(r.fakes[3].received(script_kind::acquire).size() == 2u);
     });
 }

@@ -1,0 +1,193 @@
+// How an acquire waits, against fake nodes: every retry has a cause (a release message, the holder's TTL, a
+// timed retry without subscriptions), no release is lost whenever it lands, and one release wakes one waiter.
+// The waits are long (a 60 s holder TTL, 10 s retry delays): a lost wake-up fails the test by its deadline.
+#include "common/fake_rig.hpp"
+
+#include <redlock/key_layout.hpp>
+#include <redlock/mutex.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <array>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace bdata = boost::unit_test::data;
+using namespace redlock;
+using namespace redlock::test;
+using namespace std::chrono_literals;
+using ms = std::chrono::milliseconds;
+
+constexpr auto use = asio::as_tuple(asio::use_awaitable);
+const std::string key = "res";
+
+// A waiter that would sleep 10 s between timed retries and gives up after 3 s.
+lock_options patient()
+{
+    lock_options o;
+    o.ttl = 2000ms;
+    o.wait = 3000ms;
+    o.retry_delay = 10'000ms;
+    o.retry_jitter = 0ms;
+    return o;
+}
+
+}  // namespace
+
+// One lock call started in the background, with its outcome and diagnostics. (Not in the anonymous namespace:
+// the data test cases are templates.)
+struct pending_lock {
+    std::optional<error_code> ec;
+    lease held;
+    diagnostics diag;
+    asio::cancellation_signal cancel;
+
+    void start(rig& r, const lock_options& o)
+    {
+        redlock::mutex m(*r.c, key, o);
+        m.async_lock(diag, asio::bind_cancellation_slot(cancel.slot(), r.bind([this](error_code e, lease l) {
+                         ec = e;
+                         held = std::move(l);
+                     })));
+    }
+};
+
+BOOST_DATA_TEST_CASE(a_release_between_the_refusal_and_the_subscription_is_seen_by_the_check_after_it,
+                     bdata::make({1, 3}), n)
+{
+    rig r(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < r.n(); ++i) {
+        r.fakes[i].on(script_kind::acquire, action::refused(60'000));
+        // The holder releases just before the subscription lands: no message will ever tell the waiter.
+        r.fakes[i].on_subscribe([&r, i](const std::vector<std::string>&) {
+            r.fakes[i].on(script_kind::acquire, action::granted());
+            return error_code{};
+        });
+    }
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        pending_lock waiter;
+        waiter.start(r, patient());
+        BOOST_REQUIRE(co_await eventually([&] { return waiter.ec.has_value(); }, 5000ms));
+        BOOST_TEST(!*waiter.ec, waiter.ec->message());
+        const auto& w = waiter.diag.waiting();
+        BOOST_TEST(w.attempts == 2u);  // refused, then the check after the subscription
+        BOOST_TEST(w.woken_by_release == 0u);
+        BOOST_TEST(w.timed_retries == 0u);
+        BOOST_TEST(w.notified);
+    });
+}
+
+BOOST_AUTO_TEST_CASE(a_release_that_lands_while_an_attempt_is_on_its_way_makes_the_waiter_retry_at_once)
+{
+    rig r(1);
+    // Refused, then the check after the subscription is held while the holder releases; then granted.
+    r.fakes[0].on_sequence(script_kind::acquire, {action::refused(60'000), action::hold()}, action::granted());
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        pending_lock waiter;
+        waiter.start(r, patient());
+        BOOST_REQUIRE(co_await eventually([&] { return r.fakes[0].held() == 1u; }));
+        r.fakes[0].publish(release_channel(key), "release-1");
+        BOOST_REQUIRE(r.fakes[0].deliver_held(integer(-60'000)));  // refused: it ran before the release
+        BOOST_REQUIRE(co_await eventually([&] { return waiter.ec.has_value(); }, 5000ms));
+        BOOST_TEST(!*waiter.ec, waiter.ec->message());
+        const auto& w = waiter.diag.waiting();
+        BOOST_TEST(w.attempts == 3u);
+        BOOST_TEST(w.woken_by_release == 1u);
+        BOOST_TEST(w.timed_retries == 0u);
+    });
+}
+
+BOOST_AUTO_TEST_CASE(without_a_message_the_waiter_retries_when_the_holders_key_runs_out_never_on_a_poll)
+{
+    rig r(1);
+    r.fakes[0].on_sequence(script_kind::acquire, {action::refused(300), action::refused(300)}, action::granted());
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        auto o = patient();
+        o.retry_delay = 20ms;  // a poll would show as a dozen attempts
+        pending_lock waiter;
+        waiter.start(r, o);
+        BOOST_REQUIRE(co_await eventually([&] { return waiter.ec.has_value(); }, 5000ms));
+        BOOST_TEST(!*waiter.ec, waiter.ec->message());
+        const auto& w = waiter.diag.waiting();
+        BOOST_TEST(w.attempts == 3u);  // refused, checked after subscribing, then at the holder's TTL
+        BOOST_TEST(w.timed_retries == 1u);
+        BOOST_TEST(w.woken_by_release == 0u);
+    });
+}
+
+BOOST_AUTO_TEST_CASE(without_subscriptions_the_waiter_retries_on_its_delay_capped_by_the_holders_ttl)
+{
+    rig r(1);
+    // An ACL user without channel rights: the subscription is refused, so messages cannot be relied on.
+    r.fakes[0].on_subscribe([](const std::vector<std::string>&) { return make_error_code(error::server_error); });
+    r.fakes[0].on_sequence(script_kind::acquire,
+                           {action::refused(60'000), action::refused(60'000), action::refused(60'000)},
+                           action::granted());
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        auto o = patient();
+        o.retry_delay = 20ms;
+        pending_lock waiter;
+        waiter.start(r, o);
+        BOOST_REQUIRE(co_await eventually([&] { return waiter.ec.has_value(); }, 5000ms));
+        BOOST_TEST(!*waiter.ec, waiter.ec->message());
+        const auto& w = waiter.diag.waiting();
+        BOOST_TEST(w.attempts == 4u);
+        BOOST_TEST(w.timed_retries == 3u);
+        BOOST_TEST(!w.notified);
+        BOOST_TEST(r.fakes[0].subscribed().empty());
+    });
+}
+
+BOOST_DATA_TEST_CASE(one_release_wakes_one_waiter_of_a_client_however_many_nodes_publish_it, bdata::make({1, 3}), n)
+{
+    rig r(static_cast<std::size_t>(n));
+    r.on(0, r.n(), script_kind::acquire, action::refused(60'000));
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        std::array<pending_lock, 3> waiters;
+        for (auto& w : waiters) w.start(r, patient());
+        // Each waiter was refused, and the first also checked again after subscribing: all asleep now.
+        BOOST_REQUIRE(co_await eventually([&] { return r.fakes[0].received(script_kind::acquire).size() >= 4u; }));
+        co_await pause_for(50ms);
+        const auto before = r.fakes[0].received(script_kind::acquire).size();
+        r.on(0, r.n(), script_kind::acquire, action::granted());
+        for (std::size_t i = 0; i < r.n(); ++i) r.fakes[i].publish(release_channel(key), "release-1");
+        BOOST_REQUIRE(co_await eventually(
+            [&] { return std::any_of(waiters.begin(), waiters.end(), [](auto& w) { return w.ec.has_value(); }); }));
+        co_await pause_for(100ms);
+        BOOST_TEST(r.fakes[0].received(script_kind::acquire).size() == before + 1);  // one attempt, no herd
+        BOOST_TEST(waiters[0].ec.has_value());                                       // the longest waiting
+        BOOST_TEST(!waiters[1].ec.has_value());
+        BOOST_TEST(!waiters[2].ec.has_value());
+        for (auto& w : waiters) w.cancel.emit(asio::cancellation_type::terminal);
+        BOOST_REQUIRE(co_await eventually(
+            [&] { return std::all_of(waiters.begin(), waiters.end(), [](auto& w) { return w.ec.has_value(); }); }));
+    });
+}
+
+BOOST_AUTO_TEST_CASE(a_woken_waiter_that_gives_up_before_trying_passes_the_release_to_the_next)
+{
+    rig r(1);
+    r.fakes[0].on(script_kind::acquire, action::refused(60'000));
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        std::array<pending_lock, 2> waiters;
+        for (auto& w : waiters) w.start(r, patient());
+        BOOST_REQUIRE(co_await eventually([&] { return r.fakes[0].received(script_kind::acquire).size() >= 3u; }));
+        co_await pause_for(50ms);
+        r.fakes[0].on(script_kind::acquire, action::granted());
+        // The release wakes the first waiter; it is cancelled before it resumes (the cancellation is queued
+        // behind the message, ahead of the waiter's timer completion).
+        r.fakes[0].publish(release_channel(key), "release-1");
+        asio::post(r.ctx, [&] { waiters[0].cancel.emit(asio::cancellation_type::terminal); });
+        BOOST_REQUIRE(co_await eventually([&] { return waiters[0].ec && waiters[1].ec; }, 5000ms));
+        BOOST_TEST(*waiters[0].ec == asio::error::operation_aborted);
+        BOOST_TEST(!*waiters[1].ec, waiters[1].ec->message());
+        BOOST_TEST(waiters[1].diag.waiting().woken_by_release == 1u);
+        BOOST_TEST(waiters[1].diag.waiting().timed_retries == 0u);
+    });
+}
