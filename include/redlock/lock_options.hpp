@@ -4,8 +4,8 @@
 #include <redlock/key_layout.hpp>
 
 #include <chrono>
-#include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace redlock {
 
@@ -44,6 +44,17 @@ struct lock_options {
     /// Maximum total hold time with the watchdog: extensions stop, and the lease ends (as lost) when its
     /// validity runs out. 0: no limit.
     ms max_hold{0};
+    /// Fair (FIFO) lock: waiters are served in the order they arrived, across processes and over N nodes
+    /// (a ticket and a queue per lock, doc/locks.md "Fair lock"). One key; not reentrant (mutex::owned_by). A key
+    /// locked fairly must only be locked fairly: a plain lock on it ignores the queue.
+    bool fair = false;
+    /// A fair waiter's heartbeat lifetime: a waiter that stops heartbeating (its process died) leaves the
+    /// queue within this time; a live waiter heartbeats every waiter_ttl / 3 and is never evicted.
+    ms waiter_ttl{2000};
 };
+
+// Options are often written as temporaries inside co_await expressions, which g++ 12 may destroy twice: a
+// member with a destructor (a string) would then be freed twice. Keep them trivially destructible.
+static_assert(std::is_trivially_destructible_v<lock_options>);
 
 }  // namespace redlock

@@ -18,7 +18,7 @@ namespace redlock {
 namespace detail {
 using lock_handler = boost::asio::any_completion_handler<void(error_code, lease)>;
 void start_lock(const std::shared_ptr<client_impl>& client, std::vector<std::string> keys, lock_options options,
-                bool one_attempt, diagnostics* diag, lock_handler handler);
+                std::string owner, bool one_attempt, diagnostics* diag, lock_handler handler);
 }  // namespace detail
 
 class mutex {
@@ -31,6 +31,20 @@ public:
 
     const std::vector<std::string>& keys() const noexcept { return keys_; }
     const lock_options& options() const noexcept { return options_; }
+
+    /// The same lock, reentrant for `owner`: a request or task id that the caller names (never a thread id: a
+    /// coroutine moves between threads). While the owner holds the lock it takes it again at once; each hold is
+    /// a lease of its own (its token is the hold's id) with one fencing token for all of them; the lock is free
+    /// when every hold is released or has expired. Another owner's holds are refused, and a hold whose lock
+    /// another owner took changes nothing and says not_owner. One key; not with lock_options::fair.
+    mutex owned_by(std::string owner) const
+    {
+        mutex m(*this);
+        m.owner_ = std::move(owner);
+        return m;
+    }
+    /// The owner of a reentrant lock, or empty.
+    const std::string& owner() const noexcept { return owner_; }
 
     /// Acquires the lock, retrying with jittered delays until options().wait runs out:
     /// sends the request to all N nodes at once, each with its own deadline; decides as soon as Q granted or
@@ -78,8 +92,8 @@ private:
     auto initiate(const lock_options& options, bool one_attempt, diagnostics* diag, Token&& token)
     {
         return boost::asio::async_initiate<Token, void(error_code, lease)>(
-            [client = impl_, keys = keys_, options, one_attempt, diag](auto handler) {
-                detail::start_lock(client, keys, options, one_attempt, diag, std::move(handler));
+            [client = impl_, keys = keys_, options, owner = owner_, one_attempt, diag](auto handler) {
+                detail::start_lock(client, keys, options, owner, one_attempt, diag, std::move(handler));
             },
             token);
     }
@@ -87,6 +101,7 @@ private:
     std::shared_ptr<detail::client_impl> impl_;
     std::vector<std::string> keys_;
     lock_options options_;
+    std::string owner_;
 };
 
 }  // namespace redlock

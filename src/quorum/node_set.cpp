@@ -113,8 +113,17 @@ asio::awaitable<std::shared_ptr<fan_out_state>> node_set::outcome(std::shared_pt
 {
     auto done = [&] {
         const auto& t = state->tally;
-        return wait_for == until::all_answered ? t.yes() + t.no() + t.errors() == t.nodes()
-                                               : t.decide() != quorum_tally::decision::pending;
+        const bool all = t.yes() + t.no() + t.errors() == t.nodes();
+        switch (wait_for) {
+            case until::all_answered:
+                return all;
+            case until::quorum_answered:
+                if (t.decide() == quorum_tally::decision::reached) return true;
+                return t.decide() != quorum_tally::decision::pending && (t.yes() + t.no() >= t.quorum() || all);
+            case until::decided:
+                break;
+        }
+        return t.decide() != quorum_tally::decision::pending;
     };
     while (!done()) {
         state->wake.expires_at(deadline);

@@ -29,7 +29,10 @@ vote answered(error_code ec, const response& resp);
 
 /// When a fan-out returns: once the quorum rule decided the outcome (the slowest nodes still answer into the
 /// state), or once every node answered or hit its deadline.
-enum class until { decided, all_answered };
+/// When a fan-out returns: once its outcome is decided; once every node answered; or once decided with a
+/// quorum's answers in hand (yes or no; or every node answered), for callers that read something from a
+/// quorum even when it refused (a fair waiter's ticket).
+enum class until { decided, all_answered, quorum_answered };
 
 /// One operation sent to every node, and what each said. Shared with the nodes' callbacks, so nodes that
 /// answer after the outcome was decided still write here.

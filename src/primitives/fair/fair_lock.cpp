@@ -1,0 +1,102 @@
+#include "primitives/fair/fair_lock.hpp"
+#include "primitives/fair/fair_scripts.hpp"
+#include "primitives/mutex/fencing.hpp"
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+using clock = std::chrono::steady_clock;
+
+namespace {
+
+struct fair_waiter {
+    std::uint64_t ticket = 0;  // 0 until the waiter joined the queue
+};
+
+std::shared_ptr<const request> acquire_with(const lock_call& call, std::uint64_t ticket)
+{
+    const bool one_node = call.client->nodes().size() == 1;
+    return std::make_shared<const request>(
+        fair_scripts::acquire_request(call.keys.front(), call.token, call.options.ttl, call.options.waiter_ttl, ticket,
+                                      one_node, call.fence_step, call.options.node_timeout));
+}
+
+// Over N nodes, a waiter without a ticket that was not granted takes one: 1 + the highest counter among a
+// quorum's answers, so it follows every waiter already placed on a quorum (their quorum and ours share a node,
+// which reported that waiter's ticket or more). Ties between waiters that chose at once order by token, the
+// same way on every node. Nullopt with fewer answers than a quorum.
+std::optional<std::uint64_t> next_ticket(const fan_out_state& result, std::size_t quorum)
+{
+    fence_maximum highest;
+    std::size_t answers = 0;
+    for (std::size_t i = 0; i < result.replies.size(); ++i) {
+        if (!result.answered(i) || result.votes[i] == vote::error) continue;
+        if (auto c = fair_scripts::counter(result.replies[i])) {
+            highest.add(*c);
+            ++answers;
+        }
+    }
+    if (answers < quorum) return std::nullopt;
+    return highest.next();
+}
+
+asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, std::shared_ptr<fair_waiter> waiter,
+                                        std::uint64_t n)
+{
+    auto& nodes = call->client->nodes();
+    const auto& key = call->keys.front();
+    auto start = clock::now();
+    // Without a ticket over N nodes, the refusals carry the counters it is chosen from: wait for a quorum of them.
+    const auto wait_for = waiter->ticket == 0 && nodes.size() > 1 ? until::quorum_answered : until::decided;
+    auto result = co_await nodes.fan_out(acquire_with(*call, waiter->ticket), key, fair_scripts::classify_acquire,
+                                         nodes.majority(), wait_for);
+    if (!result->cancelled && waiter->ticket == 0) {
+        if (nodes.size() == 1) {  // the node gave us our ticket when it refused
+            if (result->answered(0))
+                if (auto t = fair_scripts::ticket(result->replies[0]); t && *t > 0) waiter->ticket = *t;
+        } else if (result->tally.decide() != quorum_tally::decision::reached) {
+            if (auto ticket = next_ticket(*result, nodes.majority())) {
+                call->release_attempt(2 * n - 1);  // give back what it got: the queue decides now
+                waiter->ticket = *ticket;
+                // Placed on a quorum or not, the ticket stands: every attempt after this one heartbeats with it
+                // and joins the queues that miss it.
+                co_await nodes.fan_out(
+                    std::make_shared<const request>(fair_scripts::enqueue_request(
+                        key, call->token, *ticket, call->options.waiter_ttl, call->options.node_timeout)),
+                    key, fair_scripts::classify_enqueue, nodes.majority());
+                start = clock::now();
+                result = co_await nodes.fan_out(acquire_with(*call, waiter->ticket), key,
+                                                fair_scripts::classify_acquire, nodes.majority());
+            }
+        }
+    }
+    co_return co_await conclude_attempt(std::move(call), std::move(result), start, 2 * n);
+}
+
+}  // namespace
+
+void make_fair(lock_call& call, acquire_plan& plan)
+{
+    call.protocol.release = fair_scripts::release_and_leave;
+    call.clean_up = fair_scripts::release_keeping_place;
+    call.holder_ttl = fair_scripts::wait_hint;
+    call.fence_of = fair_scripts::granted_fence;
+    plan.wake_token = call.token;
+    plan.max_pause = call.options.waiter_ttl / 3;
+}
+
+attempt_fn fair_attempts(std::shared_ptr<const lock_call> call)
+{
+    return [call = std::move(call), waiter = std::make_shared<fair_waiter>()](std::uint64_t n) {
+        return attempt(call, waiter, n);
+    };
+}
+
+void leave_queue(const lock_call& call)
+{
+    call.client->nodes().send_to_all(std::make_shared<const request>(fair_scripts::release_and_leave(
+                                         call.keys, call.token, call.token + ":left", call.options.node_timeout)),
+                                     call.keys.front());
+}
+
+}  // namespace redlock::detail

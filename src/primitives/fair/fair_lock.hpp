@@ -1,0 +1,23 @@
+// The fair (FIFO) lock's attempts: a ticket per waiter, a queue per lock on every node, heartbeats, and
+// leaving the queue on giving up. doc/locks.md, "Fair lock", says why the order holds over N nodes.
+#pragma once
+
+#include "primitives/common/acquire_loop.hpp"
+#include "primitives/mutex/lock_call.hpp"
+
+#include <memory>
+
+namespace redlock::detail {
+
+/// Turns a lock call and its plan into a fair one: the fair scripts' release, wake-ups only by releases
+/// that name this waiter, and a pause no longer than a heartbeat.
+void make_fair(lock_call& call, acquire_plan& plan);
+
+/// The attempts of a fair lock call (they keep the waiter's ticket between them).
+attempt_fn fair_attempts(std::shared_ptr<const lock_call> call);
+
+/// A fair waiter that gives up (deadline, cancellation, error) leaves the queue on every node at once, so
+/// nobody waits for its heartbeat to end.
+void leave_queue(const lock_call& call);
+
+}  // namespace redlock::detail

@@ -1,0 +1,185 @@
+#include "primitives/common/decisions.hpp"
+#include "primitives/common/lease_state.hpp"
+#include "primitives/common/validity.hpp"
+#include "primitives/mutex/fencing.hpp"
+#include "primitives/mutex/lock_call.hpp"
+
+#include <redlock/detail/access.hpp>
+#include <redlock/key_layout.hpp>
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+using clock = std::chrono::steady_clock;
+using ms = std::chrono::milliseconds;
+
+void lock_call::release_attempt(std::uint64_t n) const
+{
+    client->nodes().send_to_all(
+        std::make_shared<const request>(clean_up(keys, token, token + ":" + std::to_string(n), options.node_timeout)),
+        keys.front());
+}
+
+std::string invalid_arguments(const client_impl& client, const std::vector<std::string>& keys, const lock_options& o,
+                              const std::string& owner)
+{
+    if (client.nodes().size() == 0) return "the client has no nodes";
+    if (keys.empty()) return "no key to lock";
+    for (const auto& key : keys)
+        if (key.empty()) return "a lock key is empty";
+    if (o.ttl <= ms(0)) return "ttl must be positive";
+    if (o.ttl > lock_options::max_ttl) return "ttl must be at most 30 days (lock_options::max_ttl); use the watchdog";
+    if (o.wait < ms(0)) return "wait must not be negative";
+    if (o.node_timeout < ms(0) || o.node_timeout >= o.ttl) return "node_timeout must be in [0, ttl)";
+    if (o.retry_delay < ms(0) || o.retry_jitter < ms(0)) return "retry_delay and retry_jitter must not be negative";
+    if (!(o.drift_factor >= 0.0 && o.drift_factor < 0.5)) return "drift_factor must be in [0, 0.5)";
+    if (drift(o.ttl, o.drift_factor) >= o.ttl) return "ttl is too short for the clock drift allowance";
+    if (o.min_validity < ms(0) || o.min_validity >= o.ttl) return "min_validity must be in [0, ttl)";
+    const auto validity = o.ttl - std::chrono::duration_cast<ms>(drift(o.ttl, o.drift_factor));
+    if (o.extend_interval < ms(0) || o.extend_interval >= validity)
+        return "extend_interval must be in [0, ttl - drift): the watchdog would extend too late";
+    if (o.watchdog && o.extend_interval == ms(0) && o.ttl / 3 >= validity)
+        return "ttl is too short for the watchdog: ttl / 3 must be below the validity (ttl - drift)";
+    if (o.max_hold < ms(0)) return "max_hold must not be negative";
+    if (o.fair || !owner.empty()) {
+        if (keys.size() != 1) return "a fair or reentrant lock has exactly one key";
+        if (o.fair && !owner.empty()) return "a lock is fair or reentrant, not both";
+    }
+    if (o.fair && (o.waiter_ttl < ms(100) || o.waiter_ttl > std::chrono::hours(1)))
+        return "waiter_ttl must be in [100 ms, 1 h]";
+    return {};
+}
+
+acquire_plan make_plan(const std::vector<std::string>& keys, const lock_options& o, bool one_attempt)
+{
+    acquire_plan plan;
+    for (const auto& key : keys) {
+        plan.gate_id.append(key).push_back('\0');
+        plan.channels.push_back(release_channel(key));
+    }
+    const auto now = clock::now();
+    // A wait past the clock's range is forever, not an overflow into the past.
+    const auto representable = std::chrono::duration_cast<ms>(clock::time_point::max() - now) - std::chrono::hours(24);
+    plan.wait_until = one_attempt || o.wait == ms(0) ? now
+                      : o.wait >= representable      ? clock::time_point::max()
+                                                     : now + o.wait;
+    plan.retry_delay = o.retry_delay;
+    plan.retry_jitter = o.retry_jitter;
+    return plan;
+}
+
+lease_protocol mutex_protocol(const client_impl& client, const std::string& routing_key)
+{
+    lease_protocol p;
+    p.routing_key = routing_key;
+    p.quorum = client.nodes().majority();
+    p.extend = lock_scripts::extend_request;
+    p.extended = lock_scripts::classify_extend;
+    p.release = lock_scripts::release_request;
+    p.released = lock_scripts::classify_release;
+    p.repair = [](const std::vector<std::string>& keys, const std::string& token, ms ttl, ms node_timeout) {
+        return lock_scripts::acquire_request(keys, token, ttl, node_timeout);  // no fencing step
+    };
+    p.needs_repair = lock_scripts::lost_key;
+    p.extend_batch = lock_scripts::extend_batch_request;
+    return p;
+}
+
+namespace {
+
+std::optional<ms> shortest_holder_ttl(const lock_call& call, const fan_out_state& result)
+{
+    std::optional<ms> shortest;
+    for (std::size_t i = 0; i < result.replies.size(); ++i) {
+        if (!result.answered(i) || result.votes[i] != vote::no) continue;
+        if (auto t = call.holder_ttl(result.replies[i]); t && (!shortest || *t < *shortest)) shortest = t;
+    }
+    return shortest;
+}
+
+// The fencing token of a granted attempt. One node: the counter its acquire script incremented. N nodes:
+// phase 2, committing 1 + the highest counter the granting nodes reported on a quorum before the validity
+// ends (DESIGN.md, "Fencing tokens"). Nodes that granted after the decision may add their counters: a higher
+// token is as good. A reentrant lock's re-entry keeps the token of the hold it enters: the counter it read,
+// which no commit can raise while the owner holds the key.
+asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(const lock_call& call, const fan_out_state& grants,
+                                                                   clock::time_point until)
+{
+    auto& nodes = call.client->nodes();
+    fence_maximum highest, reentered;
+    bool any_reentry = false;
+    for (std::size_t i = 0; i < grants.replies.size(); ++i) {
+        if (!grants.answered(i) || grants.votes[i] != vote::yes) continue;
+        const auto counter = call.fence_of(grants.replies[i]);
+        if (!counter) continue;
+        highest.add(*counter);
+        if (call.reentered && call.reentered(grants.replies[i])) {
+            any_reentry = true;
+            reentered.add(*counter);
+        }
+    }
+    if (any_reentry) co_return std::tuple{error_code{}, reentered.highest()};
+    if (nodes.size() == 1) {  // the acquire script incremented the counter: its value is the token
+        if (highest.highest() == 0) co_return std::tuple{make_error_code(error::protocol_error), std::uint64_t{0}};
+        co_return std::tuple{error_code{}, highest.highest()};
+    }
+
+    const auto fence = highest.next();
+    auto result = co_await nodes.fan_out(std::make_shared<const request>(lock_scripts::commit_request(
+                                             call.keys, call.key_value, fence, call.options.node_timeout)),
+                                         call.keys.front(), lock_scripts::classify_commit, nodes.majority(),
+                                         until::decided, until);
+    if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted), std::uint64_t{0}};
+    const auto failure = decide_commit(result->tally, result->expired, until - clock::now(), call.options.min_validity);
+    if (failure && call.diag) {
+        access::set_nodes(*call.diag, result->outcomes(nodes.names()));
+        access::set_client_message(*call.diag, "a quorum granted the lock, but fencing token " + std::to_string(fence) +
+                                                   " was not committed on a quorum in time: " +
+                                                   tally_text(result->tally, "committed", "refused"));
+    }
+    co_return std::tuple{failure, fence};
+}
+
+}  // namespace
+
+asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call> call,
+                                                 std::shared_ptr<fan_out_state> result, clock::time_point start,
+                                                 std::uint64_t n)
+{
+    auto& nodes = call->client->nodes();
+    const auto& o = call->options;
+    attempt_result out;
+    if (result->cancelled) {
+        call->release_attempt(n);  // a node may have granted already, or may still
+        out.failure = asio::error::operation_aborted;
+        co_return out;
+    }
+    const auto until = valid_until(start, o.ttl, o.drift_factor);
+    if (call->diag) access::set_nodes(*call->diag, result->outcomes(nodes.names()));
+    out.failure = result->expired && result->tally.decide() == quorum_tally::decision::pending
+                      ? make_error_code(error::no_quorum)  // nodes that ignored their deadline
+                      : decide_acquire(result->tally, until - clock::now(), o.min_validity);
+    out.refused = result->tally.no() > 0;
+    out.holder_ttl = shortest_holder_ttl(*call, *result);
+    if (out.failure && call->diag) {
+        access::set_client_message(
+            *call->diag, out.failure == error::timeout
+                             ? "a quorum granted, but only after " +
+                                   std::to_string(std::chrono::duration_cast<ms>(clock::now() - start).count()) +
+                                   " ms: the validity left was below the minimum"
+                             : tally_text(result->tally, "granted", "refused"));
+    }
+    std::uint64_t fence = 0;
+    if (!out.failure && o.fencing) std::tie(out.failure, fence) = co_await issue_fence(*call, *result, until);
+    if (out.failure) {
+        call->release_attempt(n);  // on all N nodes: a late grant may still land on the silent ones
+        co_return out;
+    }
+    lease_timing timing{o.ttl, o.drift_factor, o.watchdog, o.extend_interval, o.max_hold, o.node_timeout};
+    out.granted = std::make_shared<lease_state>(call->client, call->protocol, timing, call->keys, call->token, fence,
+                                                start, until);
+    out.granted->start();
+    co_return out;
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,66 @@
+// One lock call, and the steps every kind of lock (plain, reentrant, fair) takes the same way: checking the
+// arguments, the wait plan, and turning an attempt's answers into a lease (validity, fencing, clean-up).
+#pragma once
+
+#include "primitives/common/acquire_loop.hpp"
+#include "primitives/common/client_impl.hpp"
+#include "primitives/common/lease_protocol.hpp"
+#include "primitives/mutex/lock_scripts.hpp"
+
+#include <redlock/diagnostics.hpp>
+#include <redlock/lock_options.hpp>
+
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace redlock::detail {
+
+/// What the attempts of one lock call share; immutable once made (a kind's own mutable state lives beside it).
+struct lock_call {
+    std::shared_ptr<client_impl> client;
+    std::vector<std::string> keys;
+    std::string token;      ///< the lease's token (a reentrant lock: the id of this hold)
+    std::string key_value;  ///< what the lock key holds while it is ours: the token, or a reentrant lock's owner
+    lock_options options;
+    std::string owner;  ///< a reentrant lock's owner, or empty
+    lock_scripts::fence_step fence_step = lock_scripts::fence_step::none;
+    diagnostics* diag = nullptr;
+    lease_protocol protocol;  ///< what the granted lease extends and releases with
+    /// How the kind's acquire answers read.
+    std::optional<std::chrono::milliseconds> (*holder_ttl)(const response&) = lock_scripts::holder_ttl;
+    std::optional<std::uint64_t> (*fence_of)(const response&) = lock_scripts::granted_fence;
+    /// A reentrant lock: the grant was a re-entry, whose fencing token is the counter it read (no commit).
+    bool (*reentered)(const response&) = nullptr;
+    /// The clean-up of a failed attempt, sent to all N nodes: a release (the kind's own) with this id.
+    request (*clean_up)(const std::vector<std::string>& keys, const std::string& token, std::string_view release_id,
+                        std::chrono::milliseconds node_timeout) = lock_scripts::release_request;
+
+    /// Sends attempt n's clean-up to every node, with its own release id, so waiters never drop the holder's
+    /// real release as a copy of it.
+    void release_attempt(std::uint64_t n) const;
+};
+
+/// What is wrong with these arguments, or an empty string. Checked before any I/O.
+std::string invalid_arguments(const client_impl& client, const std::vector<std::string>& keys, const lock_options& o,
+                              const std::string& owner);
+
+/// The wait plan of a lock call on `keys` (gate, channels, deadline, retry delays).
+acquire_plan make_plan(const std::vector<std::string>& keys, const lock_options& o, bool one_attempt);
+
+/// The plain mutex's lease protocol for one-key or multi-key locks.
+lease_protocol mutex_protocol(const client_impl& client, const std::string& routing_key);
+
+/// The end of every attempt: decides on the nodes' answers (quorum, validity), issues the fencing token when
+/// asked, and makes the lease; a failed attempt sends its clean-up. `result` is the attempt's fan-out, started
+/// at `start`.
+boost::asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call> call,
+                                                        std::shared_ptr<fan_out_state> result,
+                                                        std::chrono::steady_clock::time_point start, std::uint64_t n);
+
+}  // namespace redlock::detail

@@ -1,0 +1,298 @@
+// The fair lock on 1 and 3 real nodes (and 3 with one down): grants in arrival order across clients, dead
+// waiters that stop blocking within one waiter TTL however many there are, a live waiter never evicted,
+// cancelling leaves the queue at once, and an idle lock leaves no key behind.
+#include <redlock/redlock.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <common/lock_checks.hpp>
+#include <common/redis_node.hpp>
+#include <common/run_coro.hpp>
+#include <thread>
+
+namespace asio = boost::asio;
+namespace data = boost::unit_test::data;
+using namespace std::chrono_literals;
+using redlock::error;
+using redlock::error_code;
+using redlock::test::cluster;
+using redlock::test::configs;
+using redlock::test::run_coro;
+using redlock::test::sleep_for;
+using steady = std::chrono::steady_clock;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+struct setup {
+    int nodes;
+    int down;
+};
+std::ostream& operator<<(std::ostream& os, const setup& s)
+{
+    return os << s.nodes << " nodes, " << s.down << " down";
+}
+const auto setups = data::make({setup{1, 0}, setup{3, 0}, setup{3, 1}});
+
+redlock::lock_options fair(std::chrono::milliseconds wait = 60'000ms, std::chrono::milliseconds waiter_ttl = 2000ms)
+{
+    redlock::lock_options o;
+    o.ttl = 30'000ms;
+    o.wait = wait;
+    o.node_timeout = 300ms;
+    o.fair = true;
+    o.waiter_ttl = waiter_ttl;
+    return o;
+}
+
+const std::string key = "fifo";
+
+// Waiters queued on node 0 (the queue's members, live or not yet dropped).
+std::size_t queued(const redlock::test::redis_node& node)
+{
+    return std::stoul(node.cli({"ZCARD", "{fifo}:queue"}));
+}
+
+std::string queue_dump(const redlock::test::redis_node& node)
+{
+    return "queue " + node.cli({"ZRANGE", "{fifo}:queue", "0", "-1", "WITHSCORES"}) + "; alive " +
+           node.cli({"ZRANGE", "{fifo}:alive", "0", "-1", "WITHSCORES"}) + "; time " + node.cli({"TIME"});
+}
+
+std::string not_joined(const redlock::test::redis_node& node, int waiter, const std::vector<std::string>& failures)
+{
+    return "waiter " + std::to_string(waiter) + " did not join the queue: " + queue_dump(node) + "; " +
+           std::to_string(failures.size()) + " failed, first: " + (failures.empty() ? "" : failures.front());
+}
+
+asio::awaitable<bool> until_queued(const redlock::test::redis_node& node, std::size_t n)
+{
+    const auto deadline = steady::now() + 5s;
+    while (queued(node) != n) {
+        if (steady::now() >= deadline) co_return false;
+        co_await sleep_for(2ms);
+    }
+    co_return true;
+}
+
+// A process whose waiters stop heartbeating and never leave: a client on its own thread, then frozen (its
+// io_context stopped for good).
+class frozen_process {
+public:
+    explicit frozen_process(const cluster& nodes)
+        : work_(asio::make_work_guard(ctx_)),
+          client_(ctx_.get_executor(), configs(nodes)),
+          thread_([this] { ctx_.run(); })
+    {}
+    ~frozen_process() { freeze(); }
+
+    void lock(const redlock::lock_options& o)
+    {
+        redlock::mutex(client_, key, o).async_lock([](error_code, redlock::lease) {});
+    }
+    void freeze()
+    {
+        ctx_.stop();
+        if (thread_.joinable()) thread_.join();
+    }
+
+private:
+    asio::io_context ctx_;
+    asio::executor_work_guard<asio::io_context::executor_type> work_;
+    redlock::client client_;
+    std::thread thread_;
+};
+
+void stop_minority(cluster& nodes, int down)
+{
+    for (int i = 0; i < down; ++i) nodes[nodes.size() - 1 - static_cast<std::size_t>(i)].kill();
+}
+
+}  // namespace
+
+// 3 clients x 20 waiters, each started once the one before it is queued: the grants come in that order.
+BOOST_DATA_TEST_CASE(grants_follow_the_order_of_arrival_across_clients, setups, s)
+{
+    cluster nodes(static_cast<std::size_t>(s.nodes));
+    stop_minority(nodes, s.down);
+    asio::io_context ctx;
+    std::vector<std::unique_ptr<redlock::client>> clients;
+    for (int i = 0; i < 4; ++i)
+        clients.push_back(std::make_unique<redlock::client>(ctx.get_executor(), configs(nodes)));
+    constexpr int waiters = 60;
+    std::vector<int> grants;
+    std::vector<std::string> failures;
+    int inside = 0, overlaps = 0;
+
+    auto waiter = [&](redlock::client& c, int index) -> asio::awaitable<void> {
+        redlock::mutex m(c, key, fair());
+        redlock::diagnostics diag;
+        auto [ec, held] = co_await m.async_lock(diag, use_tuple);
+        if (ec) {
+            failures.push_back(std::to_string(index) + ": " + ec.message() + ": " + std::string(diag.message()));
+            co_return;
+        }
+        if (inside++ != 0) ++overlaps;
+        grants.push_back(index);
+        --inside;
+        co_await held.async_release(use_tuple);
+    };
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        for (auto& c : clients) co_await c->async_connect(asio::use_awaitable);
+        redlock::mutex m(*clients[3], key, fair());
+        auto [ec, holder] = co_await m.async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+        for (int i = 0; i < waiters; ++i) {
+            asio::co_spawn(ctx, waiter(*clients[static_cast<std::size_t>(i % 3)], i), asio::detached);
+            const bool joined = co_await until_queued(nodes[0], static_cast<std::size_t>(i + 1));
+            if (!joined) {
+                const auto why = not_joined(nodes[0], i, failures);
+                BOOST_FAIL(why);
+            }
+        }
+        co_await holder.async_release(use_tuple);
+        const auto deadline = steady::now() + 60s;
+        while (grants.size() + failures.size() < waiters && steady::now() < deadline) co_await sleep_for(10ms);
+    });
+    std::string all;
+    for (const auto& f : failures) all += f + "; ";
+    BOOST_TEST(failures.empty(), all);
+    BOOST_TEST(overlaps == 0);
+    std::vector<int> expected(waiters);
+    std::iota(expected.begin(), expected.end(), 0);
+    BOOST_TEST(grants == expected, boost::test_tools::per_element());
+}
+
+// Waiters of a client whose process froze (its io_context stopped: no heartbeat, no leave) are queued ahead
+// of a live one. Once the holder releases, they stop blocking within one waiter TTL of their last heartbeat,
+// however many they are (not one TTL each).
+BOOST_DATA_TEST_CASE(dead_waiters_ahead_stop_blocking_within_one_waiter_ttl, setups, s)
+{
+    cluster nodes(static_cast<std::size_t>(s.nodes));
+    stop_minority(nodes, s.down);
+    constexpr auto waiter_ttl = 1000ms;
+    constexpr int dead = 5;
+
+    frozen_process frozen(nodes);
+    steady::time_point last_heartbeat;
+
+    asio::io_context ctx;
+    redlock::client live(ctx.get_executor(), configs(nodes));
+    redlock::client holder_client(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await live.async_connect(asio::use_awaitable);
+        co_await holder_client.async_connect(asio::use_awaitable);
+        redlock::mutex m(holder_client, key, fair());
+        auto [ec, holder] = co_await m.async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+
+        // The dead: queued, then their process stops for good.
+        for (int i = 0; i < dead; ++i) {
+            frozen.lock(fair(60'000ms, waiter_ttl));
+            BOOST_REQUIRE(co_await until_queued(nodes[0], static_cast<std::size_t>(i + 1)));
+        }
+        frozen.freeze();
+        last_heartbeat = steady::now();
+
+        redlock::mutex w(live, key, fair(60'000ms, waiter_ttl));
+        std::optional<steady::time_point> granted;
+        redlock::lease got;
+        redlock::diagnostics diag;
+        w.async_lock(diag, [&](error_code e, redlock::lease l) {
+            BOOST_TEST(!e, e.message());
+            granted = steady::now();
+            got = std::move(l);
+        });
+        BOOST_REQUIRE(co_await until_queued(nodes[0], dead + 1));
+        co_await holder.async_release(use_tuple);
+        while (!granted && steady::now() - last_heartbeat < 20s) co_await sleep_for(10ms);
+        BOOST_REQUIRE(granted.has_value());
+        const auto after = std::chrono::duration_cast<std::chrono::milliseconds>(*granted - last_heartbeat);
+        BOOST_TEST_MESSAGE("granted " << after.count() << " ms after the dead waiters' last heartbeat");
+        // One waiter TTL, and the live waiter's heartbeat (a third of it) to notice: never 5 TTLs.
+        BOOST_TEST((after < waiter_ttl + waiter_ttl / 3 + 700ms), after.count() << " ms");
+        BOOST_TEST(queued(nodes[0]) <= 1u);  // the dead were dropped
+        co_await got.async_release(use_tuple);
+    });
+}
+
+// A waiter that waits far longer than its waiter TTL (its heartbeats keep it) keeps its place: a later waiter
+// is not served before it.
+BOOST_AUTO_TEST_CASE(a_live_waiter_is_never_evicted_however_long_it_waits)
+{
+    cluster nodes(1);
+#ifdef REDLOCK_TEST_SANITIZED
+    constexpr auto hold = 10s;
+#else
+    constexpr auto hold = 30s;
+#endif
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    std::vector<int> grants;
+    run_coro(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+            co_await c.async_connect(asio::use_awaitable);
+            auto o = fair(90'000ms, 300ms);  // a hundred waiter TTLs in 30 s
+            o.watchdog = true;
+            o.ttl = 3000ms;
+            redlock::mutex m(c, key, o);
+            auto [ec, holder] = co_await m.async_lock(use_tuple);
+            BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+            auto waiter = [&](int index) -> asio::awaitable<void> {
+                auto [e, held] = co_await m.async_lock(use_tuple);
+                BOOST_TEST(!e, e.message());
+                grants.push_back(index);
+                co_await held.async_release(use_tuple);
+            };
+            asio::co_spawn(ctx, waiter(1), asio::detached);
+            BOOST_REQUIRE(co_await until_queued(nodes[0], 1));
+            asio::co_spawn(ctx, waiter(2), asio::detached);
+            BOOST_REQUIRE(co_await until_queued(nodes[0], 2));
+            co_await sleep_for(hold);
+            BOOST_TEST(queued(nodes[0]) == 2u);
+            co_await holder.async_release(use_tuple);
+            while (grants.size() < 2) co_await sleep_for(10ms);
+        },
+        120s);
+    BOOST_TEST(grants == (std::vector<int>{1, 2}), boost::test_tools::per_element());
+}
+
+BOOST_DATA_TEST_CASE(a_cancelled_waiter_leaves_the_queue_at_once_and_an_idle_lock_leaves_nothing, setups, s)
+{
+    cluster nodes(static_cast<std::size_t>(s.nodes));
+    stop_minority(nodes, s.down);
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        const auto o = fair(60'000ms, 300ms);
+        redlock::mutex m(c, key, o);
+        auto [ec, holder] = co_await m.async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+        asio::cancellation_signal cancel;
+        std::optional<error_code> result;
+        m.async_lock(asio::bind_cancellation_slot(cancel.slot(), [&](error_code e, redlock::lease) { result = e; }));
+        BOOST_REQUIRE(co_await until_queued(nodes[0], 1));
+        cancel.emit(asio::cancellation_type::terminal);
+        // Well before its 300 ms waiter TTL could drop it.
+        const auto cancelled = steady::now();
+        BOOST_TEST(co_await until_queued(nodes[0], 0));
+        BOOST_TEST((steady::now() - cancelled < 200ms));
+        BOOST_TEST((result && *result == asio::error::operation_aborted));
+        co_await holder.async_release(use_tuple);
+        // Every key of the queue expires within two waiter TTLs of its last write.
+        co_await sleep_for(1000ms);
+        for (std::size_t i = 0; i < nodes.size(); ++i)
+            if (nodes[i].running())
+                BOOST_TEST(nodes[i].cli({"EXISTS", key, "{fifo}:queue", "{fifo}:alive", "{fifo}:ticket"}) == "0");
+    });
+}

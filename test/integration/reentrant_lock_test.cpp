@@ -1,0 +1,137 @@
+// The reentrant lock on 1 and 3 real nodes, and on 3 with one down: counted holds, the owner's re-entry at
+// once, other owners refused until the last hold ends, one fencing token across re-entry, and a non-owner's
+// release or extend that changes nothing.
+#include <redlock/redlock.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <common/lock_checks.hpp>
+#include <common/redis_node.hpp>
+#include <common/run_coro.hpp>
+
+namespace asio = boost::asio;
+namespace data = boost::unit_test::data;
+using namespace std::chrono_literals;
+using redlock::error;
+using redlock::error_code;
+using redlock::test::cluster;
+using redlock::test::configs;
+using redlock::test::run_coro;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+// n nodes, of which `down` are stopped before the test.
+struct setup {
+    int nodes;
+    int down;
+};
+std::ostream& operator<<(std::ostream& os, const setup& s)
+{
+    return os << s.nodes << " nodes, " << s.down << " down";
+}
+const auto setups = data::make({setup{1, 0}, setup{3, 0}, setup{3, 1}});
+
+// A reentrant lock on "job" for `owner`, one attempt per call.
+redlock::mutex job_of(const redlock::client& c, std::string owner, bool fencing = false)
+{
+    redlock::lock_options o;
+    o.ttl = 10'000ms;
+    o.wait = 0ms;
+    o.node_timeout = 300ms;
+    o.fencing = fencing;
+    return redlock::mutex(c, "job", o).owned_by(std::move(owner));
+}
+
+}  // namespace
+
+BOOST_DATA_TEST_CASE(an_owner_takes_the_lock_again_and_others_wait_for_its_last_hold, setups, s)
+{
+    cluster nodes(static_cast<std::size_t>(s.nodes));
+    for (int i = 0; i < s.down; ++i) nodes[nodes.size() - 1 - static_cast<std::size_t>(i)].kill();
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        auto seven = job_of(c, "request-7", true);
+        auto eight = job_of(c, "request-8", true);
+        auto [e1, outer] = co_await seven.async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e1, e1.message());
+        redlock::diagnostics diag;
+        auto [e2, inner] = co_await seven.async_lock(diag, use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e2, e2.message() << ": " << diag.message());
+        BOOST_TEST(diag.waiting().attempts == 1u);  // at once, not after the first hold
+        BOOST_TEST(outer.fencing_token() > 0u);
+        BOOST_TEST(inner.fencing_token() == outer.fencing_token());  // one token for the owner's holds
+        BOOST_TEST(inner.token() != outer.token());                  // each hold is its own lease
+        BOOST_TEST(nodes[0].cli({"GET", "job"}) == "request-7");     // the key names the owner
+
+        auto [e3, other] = co_await eight.async_lock(use_tuple);
+        BOOST_TEST(e3 == error::not_acquired);
+
+        // Extending one hold keeps the lock (and so every hold) alive.
+        auto [ext] = co_await inner.async_extend(use_tuple);
+        BOOST_TEST(!ext, ext.message());
+
+        auto [r1] = co_await inner.async_release(use_tuple);
+        BOOST_TEST(!r1, r1.message());
+        BOOST_TEST(nodes[0].cli({"GET", "job"}) == "request-7");  // the outer hold remains
+        auto [e4, still] = co_await eight.async_lock(use_tuple);
+        BOOST_TEST(e4 == error::not_acquired);
+
+        auto [r2] = co_await outer.async_release(use_tuple);
+        BOOST_TEST(!r2, r2.message());
+        auto [e5, next] = co_await eight.async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e5, e5.message());
+        BOOST_TEST(next.fencing_token() > outer.fencing_token());  // a new owner: a new token
+        co_await next.async_release(use_tuple);
+        BOOST_TEST(nodes[0].cli({"EXISTS", "job", "{job}:holds"}) == "0");
+    });
+}
+
+BOOST_DATA_TEST_CASE(a_hold_whose_lock_another_owner_took_changes_nothing_and_says_not_owner, setups, s)
+{
+    cluster nodes(static_cast<std::size_t>(s.nodes));
+    for (int i = 0; i < s.down; ++i) nodes[nodes.size() - 1 - static_cast<std::size_t>(i)].kill();
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        auto [e1, held] = co_await job_of(c, "request-7").async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e1, e1.message());
+        // The keys change hands behind the lease's back (say a failover lost them and another owner came).
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+            if (!nodes[i].running()) continue;
+            nodes[i].cli({"DEL", "{job}:holds"});
+            nodes[i].cli({"SET", "job", "request-8", "PX", "60000"});
+            nodes[i].cli({"SADD", "{job}:holds", "another-hold"});
+        }
+        auto [ext] = co_await held.async_extend(use_tuple);
+        BOOST_TEST(ext == error::not_owner);
+        auto [rel] = co_await held.async_release(use_tuple);
+        BOOST_TEST((rel == error::not_owner || rel == error::lost), rel.message());
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+            if (!nodes[i].running()) continue;
+            BOOST_TEST(nodes[i].cli({"GET", "job"}) == "request-8");
+            BOOST_TEST(nodes[i].cli({"SCARD", "{job}:holds"}) == "1");
+        }
+    });
+}
+
+BOOST_AUTO_TEST_CASE(reentrant_options_are_checked_before_any_io)
+{
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), {redlock::node_config{}});
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        auto two = redlock::mutex(c, std::vector<std::string>{"a", "b"}).owned_by("owner");
+        auto [e1, l1] = co_await two.async_lock(use_tuple);
+        BOOST_TEST(e1 == error::invalid_argument);
+        auto both = redlock::mutex(c, "a", {.fair = true}).owned_by("owner");
+        auto [e2, l2] = co_await both.async_lock(use_tuple);
+        BOOST_TEST(e2 == error::invalid_argument);
+    });
+}
