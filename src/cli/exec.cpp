@@ -262,6 +262,8 @@ asio::awaitable<int> exec_session::run()
     lo.ttl = o_.ttl;
     lo.watchdog = o_.watchdog;
     lo.fencing = o_.fencing;
+    lo.fair = o_.fair;
+    lo.waiter_ttl = o_.waiter_ttl;
     if (!o_.wait) {
         lo.wait = lock_options::wait_forever;
     } else {

@@ -33,7 +33,9 @@ options:
   --ttl DURATION         lease TTL, default 10s (DURATION: 250ms, 10s, 2m, or plain milliseconds)
   --wait DURATION        how long to wait for the lock; default: wait forever; 0: one attempt
   --limit N              semaphore mode (N > 1 comes in a later release; only 1, a mutex, for now)
-  --fair                 FIFO order among waiters (comes in a later release)
+  --fair                 FIFO order among waiters, across processes and nodes (doc/locks.md)
+  --waiter-ttl DURATION  with --fair: a waiter that stops heartbeating (its process died) leaves the
+                         queue within this time; default 2s
   --fencing              obtain a fencing token: COMMAND gets it in REDLOCK_FENCING_TOKEN
   --no-watchdog          do not extend the lease; COMMAND is stopped before the TTL runs out
   --kill-signal SIG      signal sent to COMMAND --kill-grace before the lease can end, when the watchdog
@@ -273,8 +275,8 @@ std::optional<exec_options> parse_exec(const std::vector<std::string>& args)
     add_common(desc);
     desc.add_options()("key", po::value<std::string>())("ttl", po::value<std::string>())(
         "wait", po::value<std::string>())("limit", po::value<std::string>())("fair", po::bool_switch())(
-        "fencing", po::bool_switch())("no-watchdog", po::bool_switch())("kill-signal", po::value<std::string>())(
-        "kill-grace", po::value<std::string>());
+        "waiter-ttl", po::value<std::string>())("fencing", po::bool_switch())("no-watchdog", po::bool_switch())(
+        "kill-signal", po::value<std::string>())("kill-grace", po::value<std::string>());
     auto vm = parse_into(desc, ours, command);
     if (vm["help"].as<bool>()) {
         write_stdout(exec_help);
@@ -288,16 +290,16 @@ std::optional<exec_options> parse_exec(const std::vector<std::string>& args)
             "--limit N > 1 (semaphore mode) is not supported yet: semaphores come in a later release; "
             "use --limit 1 (a mutex) or leave it out",
             command);
-    if (vm["fair"].as<bool>())
-        throw usage_error(
-            "--fair (FIFO order among waiters) is not supported yet: it comes in a later release with "
-            "semaphores and the fair lock",
-            command);
 
     o.output = verbosity_flags(vm, command);
     o.key = key_flag(vm, command);
     o.ttl = ttl_flag(vm, o.ttl, command);
     if (vm.count("wait")) o.wait = duration_flag(vm, "wait", ms(0), command);
+    o.fair = vm["fair"].as<bool>();
+    if (vm.count("waiter-ttl")) {
+        if (!o.fair) throw usage_error("--waiter-ttl goes with --fair", command);
+        o.waiter_ttl = duration_flag(vm, "waiter-ttl", ms(0), command);
+    }
     o.watchdog = !vm["no-watchdog"].as<bool>();
     o.fencing = vm["fencing"].as<bool>();
     o.kill_signal = SIGTERM;

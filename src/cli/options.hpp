@@ -34,6 +34,8 @@ struct exec_options {
     std::optional<ms> wait;  // nullopt: wait forever
     bool watchdog = true;
     bool fencing = false;
+    bool fair = false;
+    ms waiter_ttl{2'000};
     int kill_signal = 0;  // set by the parser (SIGTERM by default)
     ms kill_grace{5'000};
     verbosity output = verbosity::normal;

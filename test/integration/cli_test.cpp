@@ -204,7 +204,9 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_64_with_a_message_before_any_io)
         {{"exec", "--nodes", nowhere, "--key", "k", "sleep", "1"}, "put the command after '--'"},
         {{"exec", "--nodes", nowhere, "--key", "k", "--limit", "2", "--", "true"}, "semaphores come in a later"},
         {{"exec", "--nodes", nowhere, "--key", "k", "--limit", "0", "--", "true"}, "--limit"},
-        {{"exec", "--nodes", nowhere, "--key", "k", "--fair", "--", "true"}, "later release"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--waiter-ttl", "1s", "--", "true"},
+         "--waiter-ttl goes with --fair"},
+        {{"exec", "--nodes", nowhere, "--key", "k", "--fair", "--waiter-ttl", "1x", "--", "true"}, "not a duration"},
         {{"exec", "--nodes", nowhere, "--key", "k", "--kill-signal", "NOPE", "--", "true"}, "not a signal"},
         {{"exec", "--nodes", nowhere, "--key", "k", "-v", "-q", "--", "true"}, "-v and -q"},
         {{"status", "--nodes", nowhere}, "--key NAME is required"},
@@ -304,6 +306,103 @@ BOOST_AUTO_TEST_CASE(unreachable_nodes_exit_69_when_the_wait_runs_out)
     BOOST_TEST(r.err.find("no quorum") != std::string::npos, "stderr: " << r.err);
     BOOST_TEST(r.err.find("refused") != std::string::npos, "stderr: " << r.err);  // says why, per node
     BOOST_TEST(r.out.empty());
+}
+
+namespace {
+
+// Waiters queued for the fair lock `key` on `node`.
+std::size_t fair_waiters(const redis_node& node, const std::string& key)
+{
+    return std::stoul(node.cli({"ZCARD", "{" + key + "}:queue"}));
+}
+
+bool until_fair_waiters(const redis_node& node, const std::string& key, std::size_t n)
+{
+    return wait_until([&] { return fair_waiters(node, key) == n; }, 5000ms);
+}
+
+// `redlock exec --fair` in the background, running `script` under the lock.
+pid_t spawn_fair_exec(const cluster& nodes, const std::string& key, const std::string& script, const std::string& log,
+                      std::vector<std::string> extra = {})
+{
+    std::vector<std::string> args{REDLOCK_CLI_PATH, "exec",   "--nodes", comma_joined(nodes.urls()), "--key", key,
+                                  "--fair",         "--wait", "60s"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    for (const auto& a : {"--", "sh", "-c"}) args.emplace_back(a);
+    args.push_back(script);
+    return spawn_process({args, environment_with({}), log});
+}
+
+std::vector<int> numbers_in(const std::string& path)
+{
+    std::vector<int> out;
+    std::ifstream in(path);
+    for (int n; in >> n;) out.push_back(n);
+    return out;
+}
+
+}  // namespace
+
+// Processes that queue one after another for a fair lock run their commands in that order, on 1 and 3 nodes.
+BOOST_AUTO_TEST_CASE(fair_exec_serves_processes_in_the_order_they_arrived)
+{
+    for (std::size_t n : {1u, 3u}) {
+        cluster nodes(n);
+        const auto dir = make_temp_dir("redlock-fair-");
+        const std::string key = "fifo";
+        const auto go = dir + "/go";
+        const auto order = dir + "/order";
+        const auto log = dir + "/log";
+        auto holder = spawn_fair_exec(nodes, key, "while [ ! -e " + go + " ]; do sleep 0.02; done", log);
+        BOOST_REQUIRE(wait_until([&] { return nodes[0].cli({"EXISTS", key}) == "1"; }, 5000ms));
+        constexpr int waiters = 60;
+        std::vector<pid_t> pids;
+        for (int i = 0; i < waiters; ++i) {
+            pids.push_back(spawn_fair_exec(nodes, key, "echo " + std::to_string(i) + " >> " + order, log));
+            BOOST_REQUIRE_MESSAGE(until_fair_waiters(nodes[0], key, static_cast<std::size_t>(i + 1)),
+                                  "process " << i << " did not join the queue");
+        }
+        std::ofstream(go).put('\n');
+        int status = 0;
+        BOOST_TEST(wait_for_exit(holder, 10'000ms, &status));
+        for (auto pid : pids) {
+            BOOST_REQUIRE(wait_for_exit(pid, 30'000ms, &status));
+            BOOST_TEST(exit_status(status) == 0);
+        }
+        std::vector<int> expected(waiters);
+        for (int i = 0; i < waiters; ++i) expected[static_cast<std::size_t>(i)] = i;
+        BOOST_TEST(numbers_in(order) == expected, boost::test_tools::per_element());
+        std::filesystem::remove_all(dir);
+    }
+}
+
+// A waiter killed with SIGKILL at the head of the queue stops blocking the next within its waiter TTL.
+BOOST_AUTO_TEST_CASE(a_fair_waiter_killed_at_the_head_stops_blocking_within_its_waiter_ttl)
+{
+    cluster nodes(1);
+    const auto dir = make_temp_dir("redlock-fair-");
+    const std::string key = "fifo";
+    const auto go = dir + "/go";
+    const auto log = dir + "/log";
+    auto holder = spawn_fair_exec(nodes, key, "while [ ! -e " + go + " ]; do sleep 0.02; done", log);
+    BOOST_REQUIRE(wait_until([&] { return nodes[0].cli({"EXISTS", key}) == "1"; }, 5000ms));
+    auto doomed = spawn_fair_exec(nodes, key, "true", log, {"--waiter-ttl", "1s"});
+    BOOST_REQUIRE(until_fair_waiters(nodes[0], key, 1));
+    auto next = spawn_fair_exec(nodes, key, "true", log, {"--waiter-ttl", "1s"});
+    BOOST_REQUIRE(until_fair_waiters(nodes[0], key, 2));
+    ::kill(doomed, SIGKILL);
+    const auto killed = steady_clock::now();
+    int status = 0;
+    BOOST_REQUIRE(wait_for_exit(doomed, 5000ms, &status));
+    std::ofstream(go).put('\n');
+    BOOST_REQUIRE(wait_for_exit(holder, 10'000ms, &status));
+    BOOST_REQUIRE(wait_for_exit(next, 10'000ms, &status));
+    BOOST_TEST(exit_status(status) == 0);
+    const auto took = elapsed_ms(killed);
+    BOOST_TEST_MESSAGE("the next waiter ran " << took << " ms after the head was killed");
+    BOOST_TEST(took < 1000 + 1000 / 3 + 1000, took << " ms");  // one waiter TTL, a heartbeat, and slack
+    BOOST_TEST(fair_waiters(nodes[0], key) == 0u);
+    std::filesystem::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(a_lock_held_by_another_owner_exits_75_when_the_wait_runs_out)
