@@ -162,10 +162,12 @@ std::shared_ptr<fan_out_state> lease_state::share_of(const fan_out_state& batch,
 asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state> self, diagnostics* diag)
 {
     const auto start = clock::now();
-    // Bounded by the validity in force: the lease is lost at that instant, however late the nodes answer.
+    // Bounded by the validity in force: the lease is lost at that instant, however late the nodes answer. A
+    // failure waits for a quorum's answers (or every node's) when it can: "another owner holds it" (not_owner)
+    // must not read as "too few answered" because a node down answered first.
     auto result = co_await self->client_->nodes().fan_out(self->extend_request(), self->protocol_.routing_key,
                                                           self->protocol_.extended, self->protocol_.quorum,
-                                                          until::decided, self->valid_until());
+                                                          until::quorum_answered, self->valid_until());
     co_return self->conclude_extension(start, std::move(result), diag, true);
 }
 

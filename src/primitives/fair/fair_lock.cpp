@@ -56,7 +56,7 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, s
                 if (auto t = fair_scripts::ticket(result->replies[0]); t && *t > 0) waiter->ticket = *t;
         } else if (result->tally.decide() != quorum_tally::decision::reached) {
             if (auto ticket = next_ticket(*result, nodes.majority())) {
-                call->release_attempt(2 * n - 1);  // give back what it got: the queue decides now
+                call->release_attempt(2 * n - 1, *result);  // give back what it got: the queue decides now
                 waiter->ticket = *ticket;
                 // Placed on a quorum or not, the ticket stands: every attempt after this one heartbeats with it
                 // and joins the queues that miss it.

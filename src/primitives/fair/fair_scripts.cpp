@@ -92,6 +92,8 @@ if (not holder or holder == token) and (not first or first == token) then
   end
   return {1, fence, redis.call('GET', counter) or '0'}
 end
+-- Our key from a clean-up that never arrived, while someone else is first: give it back to the queue.
+if holder == token then redis.call('DEL', key) end
 local wait = 0
 if holder and holder ~= token then
   wait = redis.call('PTTL', key)

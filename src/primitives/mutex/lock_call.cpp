@@ -13,9 +13,14 @@ namespace asio = boost::asio;
 using clock = std::chrono::steady_clock;
 using ms = std::chrono::milliseconds;
 
-void lock_call::release_attempt(std::uint64_t n) const
+void lock_call::release_attempt(std::uint64_t n, const fan_out_state& attempt) const
 {
-    client->nodes().send_to_all(
+    std::vector<std::size_t> maybe_granted;
+    for (std::size_t i = 0; i < attempt.votes.size(); ++i)
+        if (!attempt.answered(i) || attempt.votes[i] != vote::no) maybe_granted.push_back(i);
+    if (maybe_granted.empty()) return;
+    client->nodes().send_to(
+        maybe_granted,
         std::make_shared<const request>(clean_up(keys, token, token + ":" + std::to_string(n), options.node_timeout)),
         keys.front());
 }
@@ -150,7 +155,7 @@ asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call
     const auto& o = call->options;
     attempt_result out;
     if (result->cancelled) {
-        call->release_attempt(n);  // a node may have granted already, or may still
+        call->release_attempt(n, *result);  // a node may have granted already, or may still
         out.failure = asio::error::operation_aborted;
         co_return out;
     }
@@ -172,7 +177,7 @@ asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call
     std::uint64_t fence = 0;
     if (!out.failure && o.fencing) std::tie(out.failure, fence) = co_await issue_fence(*call, *result, until);
     if (out.failure) {
-        call->release_attempt(n);  // on all N nodes: a late grant may still land on the silent ones
+        call->release_attempt(n, *result);  // a late grant may still land on the silent nodes
         co_return out;
     }
     lease_timing timing{o.ttl, o.drift_factor, o.watchdog, o.extend_interval, o.max_hold, o.node_timeout};

@@ -191,3 +191,41 @@ BOOST_AUTO_TEST_CASE(a_woken_waiter_that_gives_up_before_trying_passes_the_relea
         BOOST_TEST(waiters[1].diag.waiting().timed_retries == 0u);
     });
 }
+
+// A fair lock's release names the next in line: only that waiter wakes (a waiter of another process, or none,
+// leaves this client's waiters asleep: no herd).
+BOOST_AUTO_TEST_CASE(a_fair_release_wakes_only_the_waiter_it_names)
+{
+    rig r(1);
+    // Every fair attempt is refused for a minute: {0, wait ms, ticket counter, our ticket}.
+    r.fakes[0].set_policy([](const exec_record&) {
+        return action::reply(array({integer(0), integer(60'000), bulk("7"), bulk("7")}));
+    });
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        auto o = patient();
+        o.fair = true;
+        o.waiter_ttl = 30'000ms;  // heartbeats every 10 s: none during the test
+        std::array<pending_lock, 2> waiters;
+        waiters[0].start(r, o);
+        BOOST_REQUIRE(co_await eventually([&] { return r.fakes[0].received().size() >= 2u; }));
+        waiters[1].start(r, o);
+        BOOST_REQUIRE(co_await eventually([&] { return r.fakes[0].received().size() >= 3u; }));
+        co_await pause_for(50ms);
+        const auto records = r.fakes[0].received();
+        const auto first = records.front().args.at(0);  // each attempt's ARGV[1] is the waiter's token
+        const auto second = records.back().args.at(0);
+        BOOST_REQUIRE(first != second);
+
+        const auto before = r.fakes[0].received().size();
+        r.fakes[0].publish(release_channel(key), "release-1\nsomeone-elses-token");
+        co_await pause_for(100ms);
+        BOOST_TEST(r.fakes[0].received().size() == before);  // nobody here is next
+
+        r.fakes[0].publish(release_channel(key), "release-2\n" + second);
+        co_await pause_for(100ms);
+        BOOST_TEST(r.fakes[0].received().size() == before + 1);
+        BOOST_TEST(r.fakes[0].received().back().args.at(0) == second);
+        for (auto& w : waiters) w.cancel.emit(asio::cancellation_type::terminal);
+        BOOST_REQUIRE(co_await eventually([&] { return waiters[0].ec && waiters[1].ec; }));
+    });
+}
