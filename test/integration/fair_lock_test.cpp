@@ -296,3 +296,28 @@ BOOST_DATA_TEST_CASE(a_cancelled_waiter_leaves_the_queue_at_once_and_an_idle_loc
                 BOOST_TEST(nodes[i].cli({"EXISTS", key, "{fifo}:queue", "{fifo}:alive", "{fifo}:ticket"}) == "0");
     });
 }
+
+// Fair and fenced: each grant's fencing token is above the last, on one node (incremented in the acquire) and
+// on three (read by a quorum, then committed).
+BOOST_DATA_TEST_CASE(a_fair_lock_issues_increasing_fencing_tokens, data::make({1, 3}), n)
+{
+    cluster nodes(static_cast<std::size_t>(n));
+    asio::io_context ctx;
+    redlock::client a(ctx.get_executor(), configs(nodes));
+    redlock::client b(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await a.async_connect(asio::use_awaitable);
+        co_await b.async_connect(asio::use_awaitable);
+        auto o = fair();
+        o.fencing = true;
+        std::uint64_t last = 0;
+        for (int i = 0; i < 6; ++i) {
+            redlock::mutex m(i % 2 == 0 ? a : b, key, o);
+            auto [ec, held] = co_await m.async_lock(use_tuple);
+            BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+            BOOST_TEST(held.fencing_token() > last);
+            last = held.fencing_token();
+            co_await held.async_release(use_tuple);
+        }
+    });
+}
