@@ -14,6 +14,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <common/lock_checks.hpp>
+#include <common/node_setups.hpp>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
 #include <thread>
@@ -32,15 +33,7 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 
-struct setup {
-    int nodes;
-    int down;
-};
-std::ostream& operator<<(std::ostream& os, const setup& s)
-{
-    return os << s.nodes << " nodes, " << s.down << " down";
-}
-const auto setups = data::make({setup{1, 0}, setup{3, 0}, setup{3, 1}});
+const auto& setups = redlock::test::one_three_and_three_with_one_down;
 
 redlock::lock_options fair(std::chrono::milliseconds wait = 60'000ms, std::chrono::milliseconds waiter_ttl = 2000ms)
 {
@@ -83,8 +76,10 @@ asio::awaitable<bool> until_queued(const redlock::test::redis_node& node, std::s
     co_return true;
 }
 
-// A process whose waiters stop heartbeating and never leave: a client on its own thread, then frozen (its
-// io_context stopped for good).
+}  // namespace
+
+// (Outside the anonymous namespace: the data test cases are templates.) A process whose waiters stop heartbeating and
+// never leave: a client on its own thread, then frozen (its io_context stopped for good).
 class frozen_process {
 public:
     explicit frozen_process(const cluster& nodes)
@@ -111,18 +106,11 @@ private:
     std::thread thread_;
 };
 
-void stop_minority(cluster& nodes, int down)
-{
-    for (int i = 0; i < down; ++i) nodes[nodes.size() - 1 - static_cast<std::size_t>(i)].kill();
-}
-
-}  // namespace
-
 // 3 clients x 20 waiters, each started once the one before it is queued: the grants come in that order.
 BOOST_DATA_TEST_CASE(grants_follow_the_order_of_arrival_across_clients, setups, s)
 {
     cluster nodes(static_cast<std::size_t>(s.nodes));
-    stop_minority(nodes, s.down);
+    redlock::test::stop_minority(nodes, s);
     asio::io_context ctx;
     std::vector<std::unique_ptr<redlock::client>> clients;
     for (int i = 0; i < 4; ++i)
@@ -177,7 +165,7 @@ BOOST_DATA_TEST_CASE(grants_follow_the_order_of_arrival_across_clients, setups, 
 BOOST_DATA_TEST_CASE(dead_waiters_ahead_stop_blocking_within_one_waiter_ttl, setups, s)
 {
     cluster nodes(static_cast<std::size_t>(s.nodes));
-    stop_minority(nodes, s.down);
+    redlock::test::stop_minority(nodes, s);
     constexpr auto waiter_ttl = 1000ms;
     constexpr int dead = 5;
 
@@ -269,7 +257,7 @@ BOOST_AUTO_TEST_CASE(a_live_waiter_is_never_evicted_however_long_it_waits)
 BOOST_DATA_TEST_CASE(a_cancelled_waiter_leaves_the_queue_at_once_and_an_idle_lock_leaves_nothing, setups, s)
 {
     cluster nodes(static_cast<std::size_t>(s.nodes));
-    stop_minority(nodes, s.down);
+    redlock::test::stop_minority(nodes, s);
     asio::io_context ctx;
     redlock::client c(ctx.get_executor(), configs(nodes));
     run_coro(ctx, [&]() -> asio::awaitable<void> {

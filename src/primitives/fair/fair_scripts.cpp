@@ -39,19 +39,6 @@ script make_script(std::string_view body)
     return script(std::move(text));
 }
 
-const char* fence_step_name(lock_scripts::fence_step fence)
-{
-    switch (fence) {
-        case lock_scripts::fence_step::read:
-            return "read";
-        case lock_scripts::fence_step::increment:
-            return "increment";
-        case lock_scripts::fence_step::none:
-            break;
-    }
-    return "none";
-}
-
 std::vector<std::string> queue_keys(const std::string& key)
 {
     return {key, aux_name(key, "queue"), aux_name(key, "alive")};
@@ -155,7 +142,7 @@ request acquire_request(const std::string& key, const std::string& token, std::c
     request req;
     req.push_script(acquire(), keys,
                     {token, std::to_string(ttl.count()), std::to_string(waiter_ttl.count()), std::to_string(ticket),
-                     take_ticket ? "1" : "0", fence_step_name(fence)});
+                     take_ticket ? "1" : "0", lock_scripts::fence_step_name(fence)});
     req.set_timeout(node_timeout);
     return req;
 }

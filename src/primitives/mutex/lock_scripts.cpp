@@ -165,6 +165,19 @@ return released
     return s;
 }
 
+const char* fence_step_name(fence_step fence) noexcept
+{
+    switch (fence) {
+        case fence_step::read:
+            return "read";
+        case fence_step::increment:
+            return "increment";
+        case fence_step::none:
+            break;
+    }
+    return "none";
+}
+
 namespace {
 // The lock keys followed by their fence counters.
 std::vector<std::string> keys_and_counters(const std::vector<std::string>& keys)

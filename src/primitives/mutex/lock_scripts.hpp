@@ -62,6 +62,9 @@ enum class fence_step {
     increment,  ///< one node: the token in the acquire's own round trip
 };
 
+/// How a script of another lock kind is told the fence step (an ARGV): "none", "read" or "increment".
+const char* fence_step_name(fence_step fence) noexcept;
+
 /// The requests themselves, each with the per-node deadline.
 request acquire_request(const std::vector<std::string>& keys, const std::string& token, std::chrono::milliseconds ttl,
                         std::chrono::milliseconds node_timeout, fence_step fence = fence_step::none);

@@ -12,19 +12,6 @@ std::string holds_key(const std::string& key)
     return aux_name(key, "holds");
 }
 
-const char* fence_step_name(lock_scripts::fence_step fence)
-{
-    switch (fence) {
-        case lock_scripts::fence_step::read:
-            return "read";
-        case lock_scripts::fence_step::increment:
-            return "increment";
-        case lock_scripts::fence_step::none:
-            break;
-    }
-    return "none";
-}
-
 // The reply: an integer (1 first hold, 2 re-entry, <= 0 refused) or {1 or 2, counter}.
 std::optional<std::int64_t> grant_kind(error_code ec, const response& resp)
 {
@@ -102,7 +89,7 @@ request acquire_request(const std::string& key, const std::string& owner, const 
     std::vector<std::string> keys{key, holds_key(key)};
     if (fence != lock_scripts::fence_step::none) keys.push_back(fence_counter_key(key));
     request req;
-    req.push_script(acquire(), keys, {owner, std::to_string(ttl.count()), hold, fence_step_name(fence)});
+    req.push_script(acquire(), keys, {owner, std::to_string(ttl.count()), hold, lock_scripts::fence_step_name(fence)});
     req.set_timeout(node_timeout);
     return req;
 }
