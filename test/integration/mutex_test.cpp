@@ -477,8 +477,10 @@ asio::awaitable<std::chrono::microseconds> handoff_after(redlock::client& a, red
     BOOST_REQUIRE(acquired.has_value());
     const auto handoff = std::chrono::duration_cast<std::chrono::microseconds>(*acquired - released);
     BOOST_TEST_MESSAGE("handoff after release: " << handoff.count() << " us");
-    // The cause, not only the time: the release message woke it, no timer did.
-    BOOST_TEST(diag.waiting().woken_by_release == 1u);
+    // The cause, not only the time: the release message woke it, no timer did. (Its attempt may race the release
+    // on the other nodes; their copies then make it retry once more, at once.)
+    BOOST_TEST(diag.waiting().woken_by_release >= 1u);
+    BOOST_TEST(diag.waiting().attempts <= 4u);
     BOOST_TEST(diag.waiting().timed_retries == 0u);
     BOOST_TEST(diag.waiting().notified);
     co_await got.async_release(asio::use_awaitable);

@@ -86,6 +86,14 @@ BOOST_AUTO_TEST_CASE(a_refused_set_leaves_the_holder_alone_and_the_waiter_gets_i
         redlock::mutex ma(a, "held", {.ttl = 10'000ms});
         auto [ec, held] = co_await ma.async_lock(use_tuple);
         BOOST_TEST_REQUIRE(!ec);
+        // The lock returned at a quorum: let the last node's SET land before looking at every node.
+        auto everywhere = [&] {
+            for (std::size_t i = 0; i < nodes.size(); ++i)
+                if (nodes[i].cli({"GET", "held"}) != held.token()) return false;
+            return true;
+        };
+        for (int i = 0; i < 100 && !everywhere(); ++i) co_await redlock::test::sleep_for(10ms);
+        BOOST_TEST_REQUIRE(everywhere());
         redlock::diagnostics diag;
         redlock::mutex mb(b, "held", {.ttl = 10'000ms});
         auto [tec, none] = co_await mb.async_try_lock(diag, use_tuple);

@@ -10,9 +10,11 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <array>
 #include <common/lock_checks.hpp>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <optional>
 
 namespace asio = boost::asio;
 namespace data = boost::unit_test::data;
@@ -114,4 +116,34 @@ BOOST_DATA_TEST_CASE(thousands_of_handoffs_lose_no_wake_up, data::make({1, 3}), 
     BOOST_TEST(run.total.timed_retries == 0u);  // every retry was started by a release message
     // Most grants followed a release message (a waiter slower than the 0.5 ms hold finds the lock free).
     BOOST_TEST(run.total.woken_by_release >= static_cast<std::uint32_t>(target / 2));
+}
+
+// Another client holds the lock on nodes 0 and 1 (a quorum) for a minute; node 2 is free (its copy was lost).
+// Two waiters of two clients each win node 2 in turn and give it back: their clean-ups must not wake each other
+// (nor themselves) into a retry loop. Each sleeps until its 1.5 s wait runs out, in a handful of attempts.
+BOOST_DATA_TEST_CASE(waiters_that_win_a_free_minority_do_not_wake_each_other, data::make({false, true}), fair)
+{
+    cluster nodes(3);
+    for (std::size_t i = 0; i < 2; ++i) nodes[i].cli({"SET", "minority", "another-owner", "PX", "60000"});
+    asio::io_context ctx;
+    redlock::client a(ctx.get_executor(), configs(nodes));
+    redlock::client b(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        const redlock::lock_options o{.ttl = 10'000ms, .wait = 1500ms, .node_timeout = 300ms, .fair = fair};
+        std::array<redlock::diagnostics, 2> diags;
+        std::array<std::optional<error_code>, 2> outcomes;
+        std::array<redlock::client*, 2> clients{&a, &b};
+        for (std::size_t i = 0; i < 2; ++i)
+            redlock::mutex(*clients[i], "minority", o)
+                .async_lock(diags[i], [&outcomes, i](error_code ec, redlock::lease) { outcomes[i] = ec; });
+        for (int i = 0; i < 400 && !(outcomes[0] && outcomes[1]); ++i) co_await redlock::test::sleep_for(10ms);
+        BOOST_REQUIRE(outcomes[0] && outcomes[1]);
+        for (std::size_t i = 0; i < 2; ++i) {
+            const auto& w = diags[i].waiting();
+            BOOST_TEST_MESSAGE("waiter " << i << ": " << w.attempts << " attempts, " << w.woken_by_release
+                                         << " woken by a release, " << w.timed_retries << " timed");
+            BOOST_TEST((*outcomes[i] != error_code{}), "the lock was granted while another owner held a quorum");
+            BOOST_TEST(w.attempts <= 10u);  // a loop makes thousands
+        }
+    });
 }

@@ -84,6 +84,7 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
             notified_before = wakeups.reliable(plan.channels);
             watcher.acting_on_release = watcher.woken;
             watcher.woken = false;  // this attempt sees every release that came before it
+            std::fill(watcher.freed.begin(), watcher.freed.end(), false);
             ++summary.attempts;
             result = co_await attempt(n);
             if (!result.failure || result.refused) watcher.acting_on_release = false;  // it had its answer
@@ -113,7 +114,10 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
                 continue;
             }
         }
-        if (watcher.woken) {  // released while this attempt was on its way
+        if (result.refused)  // another owner: what this attempt got has been given back
+            for (auto i : result.granted_on)
+                if (i < watcher.freed.size()) watcher.freed[i] = true;
+        if (watcher.woken || wakeups.quorum_freed(watcher)) {  // released while this attempt was on its way
             ++summary.woken_by_release;
             continue;
         }
@@ -123,7 +127,7 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
         auto pause = notified && result.holder_ttl
                          ? *result.holder_ttl + ms(1)  // a message comes first, unless the holder's key lapses
                          : retry_delay(plan.retry_delay, plan.retry_jitter, result.holder_ttl, left, unit_random());
-        pause = std::clamp(pause, ms(0), std::min(left, plan.max_pause));
+        pause = std::min({std::max(pause, ms(0)), std::max(left, ms(0)), plan.max_pause});
         watcher.pausing = true;
         watcher.timer.expires_after(pause);
         co_await watcher.timer.async_wait(asio::as_tuple(asio::use_awaitable));

@@ -19,8 +19,8 @@
 
 namespace redlock::detail {
 
-/// What one attempt reports. A failed or cancelled attempt has already sent its clean-up (release on all N
-/// nodes: a late grant may still land on a silent one).
+/// What one attempt reports. A failed or cancelled attempt has already sent its clean-up (a release to every
+/// node that did not refuse: a late grant may still land on a silent one).
 struct attempt_result {
     error_code failure;                    ///< clear: granted
     std::shared_ptr<lease_state> granted;  ///< when granted
@@ -28,6 +28,7 @@ struct attempt_result {
     /// When the lock may become free without a release message: the shortest remaining TTL among those owners
     /// (a fair lock: or when a waiter ahead of us drops out if it stops heartbeating).
     std::optional<std::chrono::milliseconds> holder_ttl;
+    std::vector<std::size_t> granted_on;  ///< a failed attempt: the nodes that granted it (cleaned up since)
 };
 
 struct acquire_plan {
@@ -51,12 +52,13 @@ using attempt_fn = std::function<boost::asio::awaitable<attempt_result>(std::uin
 /// Runs attempts until one is granted, the wait deadline passes (the last failure), or the caller is
 /// cancelled (operation_aborted). `diag` may be null; attempts fill it in, and the loop its wait_summary.
 ///
-/// Waiting never loses a wake-up: the waiter is registered for release messages before its first attempt; a
-/// refused waiter whose channels were not yet subscribed on enough nodes subscribes, waits for the
-/// confirmations and checks again (a release between its refusal and the subscription is seen by that
-/// check); a release that lands during an attempt makes the waiter retry at once. Once the messages can be
-/// relied on, a refused waiter sleeps until one wakes it or the holder's TTL runs out, never on a fixed poll;
-/// otherwise it retries after retry_delay (jittered), never past the holder's TTL.
+/// The waiter is registered for release messages before its first attempt; a refused waiter whose channels
+/// were not yet subscribed on enough nodes subscribes, waits for the confirmations and checks again (a release
+/// between its refusal and the subscription is seen by that check); a release that lands during an attempt
+/// makes the waiter retry at once, and so do releases and clean-ups that freed a quorum of nodes since the
+/// attempt began (counting those that granted it). Once the messages can be relied on, a refused waiter sleeps
+/// until one wakes it or the holder's TTL runs out, never on a fixed poll; otherwise it retries after
+/// retry_delay (jittered), never past the holder's TTL.
 boost::asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_loop(
     std::shared_ptr<client_impl> client, acquire_plan plan, attempt_fn attempt, diagnostics* diag);
 

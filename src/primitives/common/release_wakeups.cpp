@@ -10,15 +10,25 @@ namespace redlock::detail {
 namespace asio = boost::asio;
 using clock = std::chrono::steady_clock;
 
+namespace {
+// Tokens are hex: a leading '~' cannot start a holder's release id.
+constexpr char clean_up_mark = '~';
+}  // namespace
+
+std::string clean_up_id(const std::string& token, std::uint64_t n)
+{
+    return clean_up_mark + token + ":" + std::to_string(n);
+}
+
 std::shared_ptr<release_wakeups> release_wakeups::make(node_set& nodes)
 {
     std::shared_ptr<release_wakeups> self(new release_wakeups(nodes));
     std::weak_ptr<release_wakeups> weak = self;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         nodes.at(i).set_message_handler(
-            [weak, strand = nodes.strand()](std::string_view channel, std::string_view payload) {
-                asio::dispatch(strand, [weak, channel = std::string(channel), payload = std::string(payload)] {
-                    if (auto s = weak.lock()) s->on_message(channel, payload);
+            [weak, strand = nodes.strand(), i](std::string_view channel, std::string_view payload) {
+                asio::dispatch(strand, [weak, channel = std::string(channel), payload = std::string(payload), i] {
+                    if (auto s = weak.lock()) s->on_message(channel, payload, i);
                 });
             });
     }
@@ -35,6 +45,8 @@ void release_wakeups::watch(const std::vector<std::string>& channels, release_wa
         }
         it->second.watchers.push_back(&w);
     }
+    w.freed.assign(nodes_.size(), false);
+    w.channels = channels.size();
 }
 
 void release_wakeups::unwatch(const std::vector<std::string>& channels, release_watcher& w)
@@ -123,17 +135,40 @@ bool release_wakeups::settled(const std::vector<std::string>& channels) const
     return true;
 }
 
-void release_wakeups::on_message(const std::string& channel, const std::string& payload)
+bool release_wakeups::quorum_freed(const release_watcher& w) const
+{
+    return static_cast<std::size_t>(std::count(w.freed.begin(), w.freed.end(), true)) >= quorum_;
+}
+
+void release_wakeups::on_message(const std::string& channel, const std::string& payload, std::size_t node)
 {
     auto it = channels_.find(channel);
     if (it == channels_.end()) return;
     auto& state = it->second;
+    for (auto* w : state.watchers)
+        if (node < w->freed.size()) w->freed[node] = true;
+    const auto newline = payload.find('\n');
+    const auto next_in_line =
+        newline == std::string::npos ? std::string_view{} : std::string_view(payload).substr(newline + 1);
+    // A failed attempt's clean-up frees a node, not the lock: waking on each would let two waiters that each
+    // win a minority wake each other forever while the holder keeps a quorum.
+    if (payload.starts_with(clean_up_mark)) return wake_freed(state, next_in_line);
     auto& recent = state.recent;
     if (std::find(recent.begin(), recent.end(), payload) != recent.end()) return;  // another node's copy
     if (recent.size() == 8) recent.erase(recent.begin());
     recent.push_back(payload);
-    const auto newline = payload.find('\n');
-    wake(state, newline == std::string::npos ? std::string_view{} : std::string_view(payload).substr(newline + 1));
+    wake(state, next_in_line);
+}
+
+void release_wakeups::wake_freed(channel_state& state, std::string_view next_in_line)
+{
+    for (auto* w : state.watchers) {
+        if (!w->pausing || w->woken || !quorum_freed(*w)) continue;
+        if (!w->token.empty() && w->token != next_in_line) continue;  // a fair lock: the next in line only
+        w->woken = true;
+        w->timer.cancel();
+        return;
+    }
 }
 
 void release_wakeups::wake(channel_state& state, std::string_view next_in_line)
@@ -150,7 +185,7 @@ void release_wakeups::wake(channel_state& state, std::string_view next_in_line)
         if (w->token.empty() && w->pausing && !w->woken) {
             w->woken = true;
             w->timer.cancel();
-            return;
+            if (w->channels == 1) return;  // a multi-key waiter may be refused for another key: wake one more
         }
     }
     // Nobody asleep: those busy with an attempt (or queued for one) may have been refused before the release

@@ -28,7 +28,16 @@ struct release_watcher {
     /// Its attempt in flight follows a release: if that attempt ends without an answer (cancelled, failed), the
     /// release is passed to the next waiter rather than lost with this one.
     bool acting_on_release = false;
+    /// Per node: it published a release or a clean-up since this waiter's last attempt began, so the owner it
+    /// had is gone there. A refused waiter retries at once when these and the nodes that granted it (cleaned up
+    /// since) make a quorum: the other copies of a release that raced its attempt, or a split vote undone.
+    std::vector<bool> freed;
+    std::size_t channels = 0;  ///< how many channels it watches: a multi-key waiter does not use up a release
 };
+
+/// The release id of attempt n's clean-up: a clean-up frees only the nodes it is sent to, so its messages count
+/// per node (release_watcher::freed) instead of waking a waiter the way a holder's release does.
+std::string clean_up_id(const std::string& token, std::uint64_t n);
 
 /// On the client's strand. Each release wakes one watcher, the longest waiting, once however many nodes
 /// publish it: waking them all would make one client's waiters split the nodes' votes among themselves. A
@@ -58,14 +67,17 @@ public:
     bool reliable(const std::vector<std::string>& channels) const;
     /// No subscription of `channels` is waiting for its node's answer.
     bool settled(const std::vector<std::string>& channels) const;
+    /// `w.freed` counts a quorum of nodes.
+    bool quorum_freed(const release_watcher& w) const;
 
     /// Why waiters fall back to timed retries (a node refused a subscription, e.g. an ACL user without channel
     /// rights), or empty. Said once per client: the first refusal is kept.
     const std::string& refusal() const noexcept { return refusal_; }
 
-    /// A message published on `channel`: "<release id>" (the same from each of the N nodes), or for a fair lock
-    /// "<release id>\n<token of the next in line>" (a waiter of another process, or none, leaves ours asleep).
-    void on_message(const std::string& channel, const std::string& payload);
+    /// A message published on `channel` by `node`: "<release id>" (the same from each of the N nodes), or for a
+    /// fair lock "<release id>\n<token of the next in line>" (a waiter of another process, or none, leaves ours
+    /// asleep).
+    void on_message(const std::string& channel, const std::string& payload, std::size_t node);
 
 private:
     enum class node_state : std::uint8_t { none, subscribing, confirmed, refused };
@@ -78,16 +90,22 @@ private:
     };
 
     explicit release_wakeups(node_set& nodes)
-        : nodes_(nodes), names_(nodes.names()), need_(nodes.size() - nodes.majority() + 1), sweep_(nodes.strand())
+        : nodes_(nodes),
+          names_(nodes.names()),
+          quorum_(nodes.majority()),
+          need_(nodes.size() - nodes.majority() + 1),
+          sweep_(nodes.strand())
     {}
     void on_subscribed(const std::string& channel, std::uint64_t generation, std::size_t node, error_code ec,
                        const diagnostics& diag);
     void wake(channel_state& state, std::string_view next_in_line);
+    void wake_freed(channel_state& state, std::string_view next_in_line);
     void schedule_sweep();
     void sweep();
 
     node_set& nodes_;
     std::vector<std::string> names_;
+    std::size_t quorum_;
     std::size_t need_;  // confirmed nodes that make a channel reliable
     std::unordered_map<std::string, channel_state> channels_;
     std::uint64_t generations_ = 0;

@@ -21,7 +21,7 @@ void lock_call::release_attempt(std::uint64_t n, const fan_out_state& attempt) c
     if (maybe_granted.empty()) return;
     client->nodes().send_to(
         maybe_granted,
-        std::make_shared<const request>(clean_up(keys, token, token + ":" + std::to_string(n), options.node_timeout)),
+        std::make_shared<const request>(clean_up(keys, token, clean_up_id(token, n), options.node_timeout)),
         keys.front());
 }
 
@@ -178,6 +178,8 @@ asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call
     if (!out.failure && o.fencing) std::tie(out.failure, fence) = co_await issue_fence(*call, *result, until);
     if (out.failure) {
         call->release_attempt(n, *result);  // a late grant may still land on the silent nodes
+        for (std::size_t i = 0; i < result->votes.size(); ++i)
+            if (result->answered(i) && result->votes[i] == vote::yes) out.granted_on.push_back(i);
         co_return out;
     }
     lease_timing timing{o.ttl, o.drift_factor, o.watchdog, o.extend_interval, o.max_hold, o.node_timeout};

@@ -41,9 +41,9 @@ struct lock_call {
     request (*clean_up)(const std::vector<std::string>& keys, const std::string& token, std::string_view release_id,
                         std::chrono::milliseconds node_timeout) = lock_scripts::release_request;
 
-    /// Sends attempt n's clean-up, with its own release id (so waiters never drop the holder's real release as
-    /// a copy of it), to every node that may hold a grant of it: all but those that refused (a refusal is a
-    /// definite answer: that node granted nothing). Nothing when every node refused.
+    /// Sends attempt n's clean-up, with its clean-up id (clean_up_id: its messages free nodes, they do not wake
+    /// a waiter as a holder's release does), to every node that may hold a grant of it: all but those that
+    /// refused (a refusal is a definite answer: that node granted nothing). Nothing when every node refused.
     void release_attempt(std::uint64_t n, const fan_out_state& attempt) const;
 };
 

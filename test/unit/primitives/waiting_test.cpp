@@ -48,9 +48,9 @@ struct pending_lock {
     diagnostics diag;
     asio::cancellation_signal cancel;
 
-    void start(rig& r, const lock_options& o)
+    void start(rig& r, const lock_options& o, std::vector<std::string> keys = {key})
     {
-        redlock::mutex m(*r.c, key, o);
+        redlock::mutex m(*r.c, std::move(keys), o);
         m.async_lock(diag, asio::bind_cancellation_slot(cancel.slot(), r.bind([this](error_code e, lease l) {
                          ec = e;
                          held = std::move(l);
@@ -227,5 +227,87 @@ BOOST_AUTO_TEST_CASE(a_fair_release_wakes_only_the_waiter_it_names)
         BOOST_TEST(r.fakes[0].received().back().args.at(0) == second);
         for (auto& w : waiters) w.cancel.emit(asio::cancellation_type::terminal);
         BOOST_REQUIRE(co_await eventually([&] { return waiters[0].ec && waiters[1].ec; }));
+    });
+}
+
+// The other copies of a release that raced the woken waiter's attempt (it was granted where the release had
+// landed, refused where it had not yet): with its own grant they make a quorum, so it retries at once. Deduplicated
+// as copies and nothing else, they would leave it asleep for the holder's minute.
+BOOST_AUTO_TEST_CASE(the_copies_of_a_release_that_raced_the_woken_waiters_attempt_make_it_retry_at_once)
+{
+    rig r(3);
+    // Refused, refused again by the check after subscribing; the third attempt follows the release: node 0
+    // grants it, nodes 1 and 2 answer only after their copies of the release are out, refusing.
+    const auto refused = action::refused(60'000);
+    r.fakes[0].on_sequence(script_kind::acquire, {refused, refused}, action::granted());
+    for (std::size_t i = 1; i < r.n(); ++i)
+        r.fakes[i].on_sequence(script_kind::acquire, {refused, refused, action::hold()}, action::granted());
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        pending_lock waiter;
+        waiter.start(r, patient());
+        BOOST_REQUIRE(co_await eventually([&] { return r.fakes[0].received(script_kind::acquire).size() >= 2u; }));
+        co_await pause_for(50ms);  // asleep
+        r.fakes[0].publish(release_channel(key), "release-1");
+        BOOST_REQUIRE(co_await eventually([&] { return r.fakes[1].held() == 1u && r.fakes[2].held() == 1u; }));
+        for (std::size_t i = 1; i < r.n(); ++i) r.fakes[i].publish(release_channel(key), "release-1");
+        co_await pause_for(20ms);
+        for (std::size_t i = 1; i < r.n(); ++i) BOOST_REQUIRE(r.fakes[i].deliver_held(integer(-60'000)));
+        BOOST_REQUIRE(co_await eventually([&] { return waiter.ec.has_value(); }, 5000ms));
+        BOOST_TEST(!*waiter.ec, waiter.ec->message());
+        const auto& w = waiter.diag.waiting();
+        BOOST_TEST(w.attempts == 4u);
+        BOOST_TEST(w.woken_by_release == 2u);
+        BOOST_TEST(w.timed_retries == 0u);
+    });
+}
+
+// Two waiters that each win a minority while the holder keeps a quorum must not wake each other with their
+// clean-ups forever: a clean-up frees one node, and only nodes freed on a quorum are worth a retry.
+BOOST_AUTO_TEST_CASE(clean_ups_wake_a_waiter_only_when_they_free_a_quorum_of_nodes)
+{
+    rig r(3);
+    r.on(0, 2, script_kind::acquire, action::refused(60'000));  // the holder's quorum
+    r.fakes[2].on(script_kind::acquire, action::granted());     // a free minority: each attempt wins it
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        pending_lock waiter;
+        waiter.start(r, patient());
+        BOOST_REQUIRE(co_await eventually([&] { return r.fakes[0].received(script_kind::acquire).size() >= 2u; }));
+        co_await pause_for(50ms);
+        const auto before = r.fakes[0].received(script_kind::acquire).size();
+        // Another waiter's clean-up of the same minority node, again and again: nothing to gain.
+        for (int i = 0; i < 5; ++i) r.fakes[2].publish(release_channel(key), "~other:" + std::to_string(i));
+        co_await pause_for(100ms);
+        BOOST_TEST(r.fakes[0].received(script_kind::acquire).size() == before);
+        // A clean-up on node 0 as well (a split vote undone): with its own grant on node 2, a quorum is free.
+        r.on(0, r.n(), script_kind::acquire, action::granted());
+        r.fakes[0].publish(release_channel(key), "~other:9");
+        BOOST_REQUIRE(co_await eventually([&] { return waiter.ec.has_value(); }, 5000ms));
+        BOOST_TEST(!*waiter.ec, waiter.ec->message());
+        BOOST_TEST(waiter.diag.waiting().woken_by_release == 1u);
+        BOOST_TEST(waiter.diag.waiting().timed_retries == 0u);
+    });
+}
+
+// A multi-key waiter woken by a release of one key may be refused for another: the release also wakes the
+// next waiter, which only needed that key.
+BOOST_AUTO_TEST_CASE(a_multi_key_waiter_does_not_use_up_the_release_of_a_one_key_waiter)
+{
+    rig r(1);
+    r.fakes[0].on(script_kind::acquire, action::refused(60'000));
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        pending_lock multi, single;
+        multi.start(r, patient(), {key, "other"});
+        BOOST_REQUIRE(co_await eventually([&] { return r.fakes[0].received(script_kind::acquire).size() >= 2u; }));
+        single.start(r, patient());
+        BOOST_REQUIRE(co_await eventually([&] { return r.fakes[0].received(script_kind::acquire).size() >= 3u; }));
+        co_await pause_for(50ms);
+        const auto before = r.fakes[0].received(script_kind::acquire).size();
+        r.fakes[0].publish(release_channel(key), "release-1");  // "other" stays held: the multi-key one is refused
+        BOOST_REQUIRE(co_await eventually(
+            [&] { return r.fakes[0].received(script_kind::acquire).size() >= before + 2; }, 5000ms));
+        BOOST_TEST(multi.diag.waiting().woken_by_release == 1u);
+        BOOST_TEST(single.diag.waiting().woken_by_release == 1u);
+        for (auto* w : {&multi, &single}) w->cancel.emit(asio::cancellation_type::terminal);
+        BOOST_REQUIRE(co_await eventually([&] { return multi.ec && single.ec; }));
     });
 }
