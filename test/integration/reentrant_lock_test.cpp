@@ -120,6 +120,48 @@ BOOST_DATA_TEST_CASE(a_hold_whose_lock_another_owner_took_changes_nothing_and_sa
     });
 }
 
+// An old hold of the owner left its key on node 0 only (its release never reached it); meanwhile another owner
+// held the lock on nodes 1 and 2 with fencing token 10. The owner's next lock is re-entered on node 0 alone: a
+// first hold, not a re-entry, so its token must be above 10 (a re-entry keeps its token only on a quorum).
+BOOST_AUTO_TEST_CASE(a_reentry_on_a_minority_only_is_a_first_hold_with_a_new_token)
+{
+    cluster nodes(3);
+    nodes[0].cli({"SET", "job", "request-7", "PX", "60000"});
+    nodes[0].cli({"SADD", "{job}:holds", "old-hold"});
+    nodes[0].cli({"PEXPIRE", "{job}:holds", "60000"});
+    nodes[0].cli({"SET", "{job}:fence", "3"});
+    for (std::size_t i = 1; i < 3; ++i) nodes[i].cli({"SET", "{job}:fence", "10"});
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        redlock::diagnostics diag;
+        auto [ec, held] = co_await job_of(c, "request-7", true).async_lock(diag, use_tuple);
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << diag.message());
+        BOOST_TEST(held.fencing_token() > 10u);
+        co_await held.async_release(use_tuple);
+    });
+}
+
+// A hold's set that outlived its key (the key deleted by hand, or a failover that kept one but not the
+// other) holds nothing: extend and release say the hold is gone instead of succeeding.
+BOOST_AUTO_TEST_CASE(a_hold_without_its_key_is_gone)
+{
+    cluster nodes(1);
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        auto [e1, held] = co_await job_of(c, "request-7").async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e1, e1.message());
+        nodes[0].cli({"DEL", "job"});
+        auto [ext] = co_await held.async_extend(use_tuple);
+        BOOST_TEST((ext == error::lost || ext == error::not_owner), ext.message());
+        auto [rel] = co_await held.async_release(use_tuple);
+        BOOST_TEST(rel != error_code{}, rel.message());
+        BOOST_TEST(nodes[0].cli({"EXISTS", "job", "{job}:holds"}) == "0");
+    });
+}
+
 BOOST_AUTO_TEST_CASE(reentrant_options_are_checked_before_any_io)
 {
     asio::io_context ctx;

@@ -101,7 +101,9 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
             // Subscribe, then check again: a release between the refusal and the subscription has no message
             // for us, but that check sees it.
             wakeups.subscribe(plan.channels);
-            const auto settle_until = std::min(plan.wait_until, clock::now() + plan.settle_timeout);
+            // Not past a heartbeat either: a fair waiter's place lasts a waiter TTL without an attempt.
+            const auto settle_until =
+                std::min({plan.wait_until, clock::now() + std::min(plan.settle_timeout, plan.max_pause)});
             while (!wakeups.reliable(plan.channels) && !wakeups.settled(plan.channels) && clock::now() < settle_until) {
                 watcher.settling = true;
                 watcher.timer.expires_at(settle_until);

@@ -13,12 +13,13 @@ struct fair_waiter {
     std::uint64_t ticket = 0;  // 0 until the waiter joined the queue
 };
 
-std::shared_ptr<const request> acquire_with(const lock_call& call, std::uint64_t ticket)
+// `waits`: a lock call that may take more than one attempt (not a try-lock), worth a place in the queue.
+std::shared_ptr<const request> acquire_with(const lock_call& call, std::uint64_t ticket, bool waits)
 {
     const bool one_node = call.client->nodes().size() == 1;
     return std::make_shared<const request>(
         fair_scripts::acquire_request(call.keys.front(), call.token, call.options.ttl, call.options.waiter_ttl, ticket,
-                                      one_node, call.fence_step, call.options.node_timeout));
+                                      one_node && waits, call.fence_step, call.options.node_timeout));
 }
 
 // Over N nodes, a waiter without a ticket that was not granted takes one: 1 + the highest counter among a
@@ -41,16 +42,18 @@ std::optional<std::uint64_t> next_ticket(const fan_out_state& result, std::size_
 }
 
 asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, std::shared_ptr<fair_waiter> waiter,
-                                        std::uint64_t n)
+                                        bool waits, std::uint64_t n)
 {
     auto& nodes = call->client->nodes();
     const auto& key = call->keys.front();
     auto start = clock::now();
     // Without a ticket over N nodes, the refusals carry the counters it is chosen from: wait for a quorum of them.
-    const auto wait_for = waiter->ticket == 0 && nodes.size() > 1 ? until::quorum_answered : until::decided;
-    auto result = co_await nodes.fan_out(acquire_with(*call, waiter->ticket), key, fair_scripts::classify_acquire,
-                                         nodes.majority(), wait_for);
-    if (!result->cancelled && waiter->ticket == 0) {
+    // Requests are named, not temporaries inside a co_await: g++ 12 may destroy those twice.
+    const bool choosing = waiter->ticket == 0 && waits && nodes.size() > 1;
+    auto first = acquire_with(*call, waiter->ticket, waits);
+    auto result = co_await nodes.fan_out(first, key, fair_scripts::classify_acquire, nodes.majority(),
+                                         choosing ? until::quorum_answered : until::decided);
+    if (!result->cancelled && waiter->ticket == 0 && waits) {
         if (nodes.size() == 1) {  // the node gave us our ticket when it refused
             if (result->answered(0))
                 if (auto t = fair_scripts::ticket(result->replies[0]); t && *t > 0) waiter->ticket = *t;
@@ -58,15 +61,11 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, s
             if (auto ticket = next_ticket(*result, nodes.majority())) {
                 call->release_attempt(2 * n - 1, *result);  // give back what it got: the queue decides now
                 waiter->ticket = *ticket;
-                // Placed on a quorum or not, the ticket stands: every attempt after this one heartbeats with it
-                // and joins the queues that miss it.
-                co_await nodes.fan_out(
-                    std::make_shared<const request>(fair_scripts::enqueue_request(
-                        key, call->token, *ticket, call->options.waiter_ttl, call->options.node_timeout)),
-                    key, fair_scripts::classify_enqueue, nodes.majority());
+                // The acquire with a ticket joins each queue it reaches: placed on a quorum or not, the ticket
+                // stands, and every later attempt heartbeats with it and joins the queues that miss it.
                 start = clock::now();
-                result = co_await nodes.fan_out(acquire_with(*call, waiter->ticket), key,
-                                                fair_scripts::classify_acquire, nodes.majority());
+                auto queued = acquire_with(*call, waiter->ticket, waits);
+                result = co_await nodes.fan_out(queued, key, fair_scripts::classify_acquire, nodes.majority());
             }
         }
     }
@@ -85,10 +84,10 @@ void make_fair(lock_call& call, acquire_plan& plan)
     plan.max_pause = call.options.waiter_ttl / 3;
 }
 
-attempt_fn fair_attempts(std::shared_ptr<const lock_call> call)
+attempt_fn fair_attempts(std::shared_ptr<const lock_call> call, bool waits)
 {
-    return [call = std::move(call), waiter = std::make_shared<fair_waiter>()](std::uint64_t n) {
-        return attempt(call, waiter, n);
+    return [call = std::move(call), waiter = std::make_shared<fair_waiter>(), waits](std::uint64_t n) {
+        return attempt(call, waiter, waits, n);
     };
 }
 

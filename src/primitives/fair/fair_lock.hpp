@@ -13,8 +13,9 @@ namespace redlock::detail {
 /// that name this waiter, and a pause no longer than a heartbeat.
 void make_fair(lock_call& call, acquire_plan& plan);
 
-/// The attempts of a fair lock call (they keep the waiter's ticket between them).
-attempt_fn fair_attempts(std::shared_ptr<const lock_call> call);
+/// The attempts of a fair lock call (they keep the waiter's ticket between them). A call that does not wait
+/// (a try-lock) takes no ticket: it would only join the queue to leave it.
+attempt_fn fair_attempts(std::shared_ptr<const lock_call> call, bool waits);
 
 /// A fair waiter that gives up (deadline, cancellation, error) leaves the queue on every node at once, so
 /// nobody waits for its heartbeat to end.

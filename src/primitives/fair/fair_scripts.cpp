@@ -18,6 +18,15 @@ local function drop_dead(queue, alive, now)
   for _, waiter in ipairs(dead) do redis.call('ZREM', queue, waiter) end
   if #dead > 0 then redis.call('ZREMRANGEBYSCORE', alive, '-inf', now) end
 end
+-- The first live waiter: one without a heartbeat (its alive entry lost, say by hand) is dropped, not waited for.
+local function head(queue, alive)
+  local first = redis.call('ZRANGE', queue, 0, 0)[1]
+  while first and not redis.call('ZSCORE', alive, first) do
+    redis.call('ZREM', queue, first)
+    first = redis.call('ZRANGE', queue, 0, 0)[1]
+  end
+  return first
+end
 local function keep(key, life)
   if redis.call('PTTL', key) < life then redis.call('PEXPIRE', key, life) end
 end
@@ -69,7 +78,7 @@ local now = server_now()
 drop_dead(queue, alive, now)
 if ticket ~= '0' then join(queue, alive, counter, token, ticket, now, wttl) end
 local holder = redis.call('GET', key)
-local first = redis.call('ZRANGE', queue, 0, 0)[1]
+local first = head(queue, alive)
 if (not holder or holder == token) and (not first or first == token) then
   redis.call('SET', key, token, 'PX', ARGV[2])
   local fence = '0'
@@ -80,7 +89,10 @@ if (not holder or holder == token) and (not first or first == token) then
   return {1, fence, redis.call('GET', counter) or '0'}
 end
 -- Our key from a clean-up that never arrived, while someone else is first: give it back to the queue.
-if holder == token then redis.call('DEL', key) end
+if holder == token then
+  redis.call('DEL', key)
+  redis.pcall('PUBLISH', ARGV[7], '~' .. token .. ':back\n' .. first)
+end
 local wait = 0
 if holder and holder ~= token then
   wait = redis.call('PTTL', key)
@@ -97,15 +109,6 @@ return {0, wait, redis.call('GET', counter) or '0', ticket}
     return s;
 }
 
-const script& enqueue()
-{
-    static const script s = make_script(R"lua(
-join(KEYS[2], KEYS[3], KEYS[1], ARGV[1], ARGV[2], server_now(), tonumber(ARGV[3]))
-return 1
-)lua");
-    return s;
-}
-
 const script& release()
 {
     // pcall: a PUBLISH the user may not make must not fail the release; waiters then wake by their timers.
@@ -116,13 +119,13 @@ drop_dead(queue, alive, server_now())
 local owner = redis.call('GET', key)
 local freed = owner == token
 if freed then redis.call('DEL', key) end
-local was_first = redis.call('ZRANGE', queue, 0, 0)[1] == token
+local was_first = head(queue, alive) == token
 if leave then
   redis.call('ZREM', queue, token)
   redis.call('ZREM', alive, token)
 end
 if freed or (leave and was_first and not owner) then
-  local next = redis.call('ZRANGE', queue, 0, 0)[1] or ''
+  local next = head(queue, alive) or ''
   redis.pcall('PUBLISH', ARGV[3], ARGV[2] .. '\n' .. next)
 end
 if owner and not freed then return -1 end
@@ -142,17 +145,7 @@ request acquire_request(const std::string& key, const std::string& token, std::c
     request req;
     req.push_script(acquire(), keys,
                     {token, std::to_string(ttl.count()), std::to_string(waiter_ttl.count()), std::to_string(ticket),
-                     take_ticket ? "1" : "0", lock_scripts::fence_step_name(fence)});
-    req.set_timeout(node_timeout);
-    return req;
-}
-
-request enqueue_request(const std::string& key, const std::string& token, std::uint64_t ticket,
-                        std::chrono::milliseconds waiter_ttl, std::chrono::milliseconds node_timeout)
-{
-    request req;
-    req.push_script(enqueue(), {aux_name(key, "ticket"), aux_name(key, "queue"), aux_name(key, "alive")},
-                    {token, std::to_string(ticket), std::to_string(waiter_ttl.count())});
+                     take_ticket ? "1" : "0", lock_scripts::fence_step_name(fence), release_channel(key)});
     req.set_timeout(node_timeout);
     return req;
 }
@@ -216,12 +209,6 @@ std::optional<std::uint64_t> ticket(const response& resp)
 {
     const auto* r = refusal(resp);
     return r ? number(r->elements[3]) : std::nullopt;
-}
-
-vote classify_enqueue(error_code ec, const response& resp)
-{
-    if (ec || resp.size() != 1) return vote::error;
-    return resp[0].as_integer() == 1 ? vote::yes : vote::error;
 }
 
 }  // namespace redlock::detail::fair_scripts

@@ -24,14 +24,13 @@ namespace redlock::detail::fair_scripts {
 
 /// KEYS: lock key, queue, alive, ticket counter[, fence counter]. ARGV: token, ttl, waiter ttl, the waiter's
 /// ticket ("0": none yet), "1" to take a ticket when refused without one (one node: the counter is the order),
-/// fence step. Drops waiters whose heartbeat ended; a waiter with a ticket heartbeats (and rejoins a queue that
-/// lost it, with the same ticket). Grants when the key is free (or ours) and the queue is empty or starts with
-/// us: {1, fence counter or "0", ticket counter}. Refused: {0, ms until the lock may change without a release message
-/// (the holder's PTTL, or when the first waiter's heartbeat ends), the counter, our ticket or 0}.
+/// fence step, release channel. Drops waiters whose heartbeat ended (or who have none); a waiter with a ticket
+/// joins the queue with it (once: the same ticket on every node), raises the counter to it and heartbeats.
+/// Grants when the key is free (or ours) and the queue is empty or starts with us: {1, fence counter or "0",
+/// ticket counter}. Refused: {0, ms until the lock may change without a release message (the holder's PTTL, or
+/// when the first waiter's heartbeat ends), the counter, our ticket or 0}; a key of ours it gives back to the
+/// first waiter, telling it as a clean-up does.
 const script& acquire();
-/// KEYS: ticket counter, queue, alive; ARGV: token, ticket, waiter ttl. Joins the queue with this ticket
-/// (once) and raises the counter to it. Returns 1.
-const script& enqueue();
 /// KEYS: lock key, queue, alive; ARGV: token, release id, release channel, "1" to leave the queue too. Deletes
 /// the key if ours; publishes "<release id>\n<first waiter's token>" when it freed the key or we left from the
 /// front. Returns as the mutex's release (1 or 0; -1 another token holds the key).
@@ -40,8 +39,6 @@ const script& release();
 request acquire_request(const std::string& key, const std::string& token, std::chrono::milliseconds ttl,
                         std::chrono::milliseconds waiter_ttl, std::uint64_t ticket, bool take_ticket,
                         lock_scripts::fence_step fence, std::chrono::milliseconds node_timeout);
-request enqueue_request(const std::string& key, const std::string& token, std::uint64_t ticket,
-                        std::chrono::milliseconds waiter_ttl, std::chrono::milliseconds node_timeout);
 /// A failed attempt's clean-up: frees the key where ours, keeps our place in the queue.
 request release_keeping_place(const std::vector<std::string>& keys, const std::string& token,
                               std::string_view release_id, std::chrono::milliseconds node_timeout);
@@ -56,6 +53,5 @@ std::optional<std::chrono::milliseconds> wait_hint(const response& resp);
 /// From a grant or a refusal: the node's ticket counter. From a refusal: the ticket it gave us (one node), or 0.
 std::optional<std::uint64_t> counter(const response& resp);
 std::optional<std::uint64_t> ticket(const response& resp);
-vote classify_enqueue(error_code ec, const response& resp);
 
 }  // namespace redlock::detail::fair_scripts

@@ -105,34 +105,36 @@ std::optional<ms> shortest_holder_ttl(const lock_call& call, const fan_out_state
 // The fencing token of a granted attempt. One node: the counter its acquire script incremented. N nodes:
 // phase 2, committing 1 + the highest counter the granting nodes reported on a quorum before the validity
 // ends (DESIGN.md, "Fencing tokens"). Nodes that granted after the decision may add their counters: a higher
-// token is as good. A reentrant lock's re-entry keeps the token of the hold it enters: the counter it read,
-// which no commit can raise while the owner holds the key.
+// token is as good. A reentrant lock's re-entry on a quorum keeps the token of the hold it enters: the highest
+// counter those nodes read, which no commit can raise while the owner holds their keys (that quorum shares a
+// node with the one the token was committed on). Re-entries on a minority only (an old hold's key left on a
+// node) are a first hold: a new token, or it could be below one issued since.
 asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(const lock_call& call, const fan_out_state& grants,
                                                                    clock::time_point until)
 {
     auto& nodes = call.client->nodes();
     fence_maximum highest, reentered;
-    bool any_reentry = false;
+    std::size_t reentries = 0;
     for (std::size_t i = 0; i < grants.replies.size(); ++i) {
         if (!grants.answered(i) || grants.votes[i] != vote::yes) continue;
         const auto counter = call.fence_of(grants.replies[i]);
         if (!counter) continue;
         highest.add(*counter);
         if (call.reentered && call.reentered(grants.replies[i])) {
-            any_reentry = true;
+            ++reentries;
             reentered.add(*counter);
         }
     }
-    if (any_reentry) co_return std::tuple{error_code{}, reentered.highest()};
+    if (reentries >= nodes.majority()) co_return std::tuple{error_code{}, reentered.highest()};
     if (nodes.size() == 1) {  // the acquire script incremented the counter: its value is the token
         if (highest.highest() == 0) co_return std::tuple{make_error_code(error::protocol_error), std::uint64_t{0}};
         co_return std::tuple{error_code{}, highest.highest()};
     }
 
     const auto fence = highest.next();
-    auto result = co_await nodes.fan_out(std::make_shared<const request>(lock_scripts::commit_request(
-                                             call.keys, call.key_value, fence, call.options.node_timeout)),
-                                         call.keys.front(), lock_scripts::classify_commit, nodes.majority(),
+    auto commit = std::make_shared<const request>(
+        lock_scripts::commit_request(call.keys, call.key_value, fence, call.options.node_timeout));
+    auto result = co_await nodes.fan_out(commit, call.keys.front(), lock_scripts::classify_commit, nodes.majority(),
                                          until::decided, until);
     if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted), std::uint64_t{0}};
     const auto failure = decide_commit(result->tally, result->expired, until - clock::now(), call.options.min_validity);

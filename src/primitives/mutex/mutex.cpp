@@ -119,9 +119,10 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
     // Named, not a temporary inside the co_await: g++ 12 destroys such temporaries twice (a shared_ptr
     // released twice showed it).
     attempt_fn attempts;
+    const bool waits = !one_attempt && o.wait > ms(0);
     if (call->options.fair) {
         make_fair(*call, plan);
-        attempts = fair_attempts(call);
+        attempts = fair_attempts(call, waits);
     } else if (!call->owner.empty()) {
         make_reentrant(*call);
         attempts = reentrant_attempts(call);
@@ -130,7 +131,7 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
     }
     auto outcome = co_await acquire_loop(client, std::move(plan), std::move(attempts), diag);
     auto& [ec, state] = outcome;
-    if (ec && call->options.fair) leave_queue(*call);
+    if (ec && call->options.fair && waits) leave_queue(*call);  // a try-lock never joined
     co_return std::tuple{ec, state ? access::make<lease>(std::move(state)) : lease{}};
 }
 

@@ -51,18 +51,18 @@ return {kind, redis.call('GET', KEYS[3]) or '0'}
     return s;
 }
 
+// A hold in the set counts only while the key exists: another owner's first hold empties the set, so the
+// key then is our owner's; a set that outlived its key (deleted by hand) holds nothing.
 const script& extend()
 {
     static const script s(R"lua(
-if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then
-  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    redis.call('PEXPIRE', KEYS[2], ARGV[2])
-  end
-  return 1
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then return -1 end
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
 end
-if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
-return 0
+return 1
 )lua");
     return s;
 }
@@ -70,14 +70,15 @@ return 0
 const script& release()
 {
     static const script s(R"lua(
-if redis.call('SREM', KEYS[2], ARGV[1]) == 1 then
-  if redis.call('SCARD', KEYS[2]) > 0 then return 2 end
-  redis.call('DEL', KEYS[1])
-  redis.pcall('PUBLISH', ARGV[3], ARGV[2])
-  return 1
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[2])
+  return 0
 end
-if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
-return 0
+if redis.call('SREM', KEYS[2], ARGV[1]) == 0 then return -1 end
+if redis.call('SCARD', KEYS[2]) > 0 then return 2 end
+redis.call('DEL', KEYS[1])
+redis.pcall('PUBLISH', ARGV[3], ARGV[2])
+return 1
 )lua");
     return s;
 }
