@@ -49,7 +49,8 @@ struct lock_options {
     /// locked fairly must only be locked fairly: a plain lock on it ignores the queue.
     bool fair = false;
     /// A fair waiter's heartbeat lifetime: a waiter that stops heartbeating (its process died) leaves the
-    /// queue within this time; a live waiter heartbeats every waiter_ttl / 3 and is never evicted.
+    /// queue within this time; a live waiter heartbeats every waiter_ttl / 3, so it keeps its place unless it
+    /// misses three heartbeats in a row (its event loop blocked that long), and then rejoins at it.
     ms waiter_ttl{2000};
 };
 
