@@ -27,11 +27,9 @@ using classify_fn = vote (*)(error_code ec, const response& resp);
 /// The classifier of operations that only need an answer (connect, subscribe, clean-up): yes unless it failed.
 vote answered(error_code ec, const response& resp);
 
-/// When a fan-out returns: once the quorum rule decided the outcome (the slowest nodes still answer into the
-/// state), or once every node answered or hit its deadline.
-/// When a fan-out returns: once its outcome is decided; once every node answered; or once decided with a
-/// quorum's answers in hand (yes or no; or every node answered), for callers that read something from a
-/// quorum even when it refused (a fair waiter's ticket).
+/// When a fan-out returns (the slowest nodes still answer into the state): once its outcome is decided; once every node
+/// answered; or once decided with a quorum's answers in hand (yes or no; or every node answered), for callers that read
+/// something from a quorum even when it refused (a fair waiter's ticket).
 enum class until { decided, all_answered, quorum_answered };
 
 /// One operation sent to every node, and what each said. Shared with the nodes' callbacks, so nodes that
@@ -98,7 +96,7 @@ public:
     using node_call = std::function<void(node& n, fan_out_state& state, std::size_t i, node::completion done)>;
 
     /// On the strand: starts `call` on every node at once and returns when the outcome is decided with
-    /// `quorum` yes votes needed (or, with until::all_answered, when every node answered), when the calling
+    /// `quorum` yes votes needed (or later, as `wait_for` says), when the calling
     /// coroutine is cancelled (state->cancelled), or at `deadline` (state->expired). A node that fails, or
     /// throws from its call, is an error vote.
     boost::asio::awaitable<std::shared_ptr<fan_out_state>> fan_out(

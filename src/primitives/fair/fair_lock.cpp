@@ -69,6 +69,7 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, s
             }
         }
     }
+    // Release ids 2n - 1 and 2n: an attempt may clean up twice (without its ticket, then with it).
     co_return co_await conclude_attempt(std::move(call), std::move(result), start, 2 * n);
 }
 
