@@ -265,6 +265,29 @@ BOOST_DATA_TEST_CASE(a_live_waiter_is_never_evicted_however_long_it_waits, data:
     BOOST_TEST(grants == (std::vector<int>{1, 2}), boost::test_tools::per_element());
 }
 
+// A waiter of another process whose attempt with its ticket reached node 0 alone (and that heartbeats for a
+// minute) is first there only: the order binds waiters queued on a quorum, so a newcomer wins nodes 1 and 2
+// and the lock, rather than everyone waiting on a place no quorum knows.
+BOOST_AUTO_TEST_CASE(a_waiter_queued_on_a_minority_only_does_not_block_the_others)
+{
+    cluster nodes(3);
+    nodes[0].cli({"ZADD", "{fifo}:queue", "1", "elsewhere"});
+    nodes[0].cli({"EVAL",
+                  "local t = redis.call('TIME') return redis.call('ZADD', KEYS[1], t[1] * 1000 + 60000, ARGV[1])", "1",
+                  "{fifo}:alive", "elsewhere"});
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        redlock::diagnostics diag;
+        redlock::mutex m(c, key, fair(2000ms));
+        auto [ec, held] = co_await m.async_lock(diag, use_tuple);
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << diag.message());
+        BOOST_TEST(diag.waiting().attempts == 1u);
+        co_await held.async_release(use_tuple);
+    });
+}
+
 // A queue entry without a heartbeat (its alive entry deleted by hand, or lost) at the head is dropped, not
 // waited for: the next waiter gets the free lock at once.
 BOOST_AUTO_TEST_CASE(a_head_without_a_heartbeat_does_not_block)
