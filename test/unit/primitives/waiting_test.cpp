@@ -24,7 +24,6 @@ using namespace redlock::test;
 using namespace std::chrono_literals;
 using ms = std::chrono::milliseconds;
 
-constexpr auto use = asio::as_tuple(asio::use_awaitable);
 const std::string key = "res";
 
 // A waiter that would sleep 10 s between timed retries and gives up after 3 s.
