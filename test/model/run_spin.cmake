@@ -1,13 +1,23 @@
-# Model-checks test/model/fencing.pml with SPIN, one run per protocol variant.
+# Model-checks a SPIN model (test/model/fencing.pml, fair_queue.pml) with SPIN, per protocol variant.
 #
 #   cmake -DSPIN=/usr/bin/spin -DCC=cc -DMODEL=/path/to/fencing.pml -DWORK_DIR=/tmp/spinwork \
+#         [-DVARIANTS=0,1,2,3] [-DLIVENESS=ON] [-DCONFIGS=...] [-DPAN_DEFINES=-DCOLLAPSE] [-DDEPTH=10000] \
 #         -P run_spin.cmake
 #
-# For each variant N (VARIANTS, default 0;1;2;3) it generates the verifier with `spin -a -DVARIANT=N`
-# in WORK_DIR/variant_N, compiles pan.c (safety only) and runs an exhaustive search. Variant 0, the
-# two-phase protocol, must report "errors: 0". Variants 1..3 (the negative controls: single-phase
-# INCR, commit without the ownership check, a restart that loses the fence counter) must report an
-# assertion violation; their counterexample is replayed and narrated.
+# For each variant N (VARIANTS, default 0;1;2;3; "," separates too) and each configuration (CONFIGS,
+# default one with no define) it generates the verifier with `spin -a -DVARIANT=N <config's defines>` in
+# WORK_DIR/variant_N/<run>, compiles pan.c with -DSAFETY and runs an exhaustive search (`pan -m<DEPTH>`).
+# With LIVENESS=ON it also generates the verifier with -DNP (spin and cc both get it), and runs the
+# non-progress search under weak fairness (`pan -m<DEPTH> -l -f`).
+#
+# CONFIGS: configurations separated by ";" or "|", each a list of spin defines separated by ",":
+# "DOWN=2|HOLDER=1,FAULTS=0" is two configurations, the second with two defines. PAN_DEFINES: extra
+# flags for compiling pan.c (e.g. -DCOLLAPSE), ";" or "," separated.
+#
+# Variant 0, the protocol, must report "errors: 0" in every run, and every search must be exhaustive.
+# Every other variant is a negative control: it passes once one of its runs reports an assertion
+# violation, a non-progress cycle or an acceptance cycle (its remaining runs are skipped); its
+# counterexample is replayed and narrated (the model's "MSC:" lines).
 
 foreach(var SPIN CC MODEL WORK_DIR)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
@@ -20,9 +30,30 @@ endif()
 if(NOT DEFINED VARIANTS)
   set(VARIANTS 0 1 2 3)
 endif()
+string(REPLACE "," ";" VARIANTS "${VARIANTS}")
+if(NOT DEFINED DEPTH OR "${DEPTH}" STREQUAL "")
+  set(DEPTH 10000)
+endif()
+if(NOT DEFINED LIVENESS)
+  set(LIVENESS OFF)
+endif()
+# Configurations: "" stands for the one without defines.
+set(configs "")
+if(DEFINED CONFIGS AND NOT "${CONFIGS}" STREQUAL "")
+  string(REPLACE "|" ";" configs "${CONFIGS}")
+endif()
+if(NOT configs)
+  set(configs "-")
+endif()
+set(extra_cflags "")
+if(DEFINED PAN_DEFINES AND NOT "${PAN_DEFINES}" STREQUAL "")
+  string(REPLACE "," ";" extra_cflags "${PAN_DEFINES}")
+endif()
 # -w: pan.c trips gcc's -Wstringop-overflow on its bounds-checked array indexing (harmless).
-set(PAN_CFLAGS -DSAFETY -O2 -w)
-set(PAN_ARGS -m10000)
+set(modes safety)
+if(LIVENESS)
+  list(APPEND modes liveness)
+endif()
 
 get_filename_component(model_name "${MODEL}" NAME)
 
@@ -38,69 +69,110 @@ endfunction()
 
 set(failures "")
 foreach(variant ${VARIANTS})
-  set(dir "${WORK_DIR}/variant_${variant}")
-  file(REMOVE_RECURSE "${dir}")
-  file(MAKE_DIRECTORY "${dir}")
-  # A local copy, so that pan writes its .trail file here and not next to the model.
-  configure_file("${MODEL}" "${dir}/${model_name}" COPYONLY)
-
-  run("spin -a (variant ${variant})" "${dir}" ignored "${SPIN}" -a -DVARIANT=${variant} "${model_name}")
-  run("compiling pan.c (variant ${variant})" "${dir}" ignored "${CC}" ${PAN_CFLAGS} -o pan pan.c)
-  # pan's exit status does not tell whether it found errors: its report does.
-  execute_process(COMMAND "${dir}/pan" ${PAN_ARGS} WORKING_DIRECTORY "${dir}"
-    RESULT_VARIABLE rc OUTPUT_VARIABLE report ERROR_VARIABLE err)
-  string(APPEND report "${err}")
-  file(WRITE "${dir}/pan.out" "${report}")
-
-  if(NOT report MATCHES "errors: ([0-9]+)")
-    message(FATAL_ERROR "variant ${variant}: pan did not report its errors (exit ${rc}):\n${report}")
-  endif()
-  set(errors ${CMAKE_MATCH_1})
-  set(states "?")
-  if(report MATCHES "([0-9]+) states, stored")
-    set(states ${CMAKE_MATCH_1})
-  endif()
-  set(seconds "?")
-  if(report MATCHES "pan: elapsed time ([0-9.e+]+) seconds")
-    set(seconds ${CMAKE_MATCH_1})
-  endif()
-  set(memory "?")
-  if(report MATCHES "([0-9.]+)[ \t]+total actual memory usage")
-    set(memory ${CMAKE_MATCH_1})
-  endif()
-  message(STATUS "variant ${variant}: errors: ${errors}, ${states} states stored, ${seconds} s, ${memory} MB")
-
-  if(variant EQUAL 0)
-    if(NOT errors EQUAL 0)
-      list(APPEND failures "variant 0 (the two-phase protocol) has ${errors} error(s)")
-    elseif(report MATCHES "depth too small|out of memory|search not completed|max search depth")
-      list(APPEND failures "variant 0: the search was not exhaustive")
+  set(vdir "${WORK_DIR}/variant_${variant}")
+  file(REMOVE_RECURSE "${vdir}")
+  set(violated FALSE)
+  foreach(config ${configs})
+    # "DOWN=2,HOLDER=1" -> -DDOWN=2 -DHOLDER=1
+    set(defines "")
+    set(config_label "")
+    set(config_id "")
+    if(NOT config STREQUAL "-")
+      string(REPLACE "," ";" config_defines "${config}")
+      foreach(d ${config_defines})
+        list(APPEND defines "-D${d}")
+      endforeach()
+      set(config_label " [${config}]")
+      string(MAKE_C_IDENTIFIER "${config}" config_id)
+      set(config_id "${config_id}_")
     endif()
-  elseif(errors EQUAL 0)
-    list(APPEND failures "variant ${variant} (a negative control) found no violation")
-  elseif(NOT report MATCHES "assertion violated")
-    list(APPEND failures "variant ${variant}: the error found is not an assertion violation")
-  endif()
+    foreach(mode ${modes})
+      if(violated)
+        break()  # a negative control that already failed as it must
+      endif()
+      set(dir "${vdir}/${config_id}${mode}")
+      file(MAKE_DIRECTORY "${dir}")
+      # A local copy, so that pan writes its .trail file here and not next to the model.
+      configure_file("${MODEL}" "${dir}/${model_name}" COPYONLY)
+      if(mode STREQUAL "liveness")
+        set(spin_defines -DVARIANT=${variant} ${defines} -DNP)
+        set(cflags -DNP -O2 -w ${extra_cflags})
+        set(pan_args -m${DEPTH} -l -f)
+      else()
+        set(spin_defines -DVARIANT=${variant} ${defines})
+        set(cflags -DSAFETY -O2 -w ${extra_cflags})
+        set(pan_args -m${DEPTH})
+      endif()
+      set(what "variant ${variant}${config_label} ${mode}")
 
-  # Narrate a counterexample (the expected one of a negative control, or a bug in variant 0).
-  if(NOT errors EQUAL 0 AND EXISTS "${dir}/${model_name}.trail")
-    execute_process(COMMAND "${SPIN}" -t -DVARIANT=${variant} "${model_name}" WORKING_DIRECTORY "${dir}"
-      OUTPUT_VARIABLE replay ERROR_VARIABLE replay_err)
-    string(APPEND replay "${replay_err}")
-    file(WRITE "${dir}/counterexample.txt" "${replay}")
-    string(REGEX MATCHALL "MSC: [^\n]*|text of failed assertion: [^\n]*" steps "${replay}")
-    list(JOIN steps "\n    " steps)
-    string(REPLACE "MSC: " "" steps "${steps}")
-    if(report MATCHES "assertion violated ([^\n]*)")
-      message(STATUS "variant ${variant}: assertion violated ${CMAKE_MATCH_1}")
-    endif()
-    message(STATUS "variant ${variant}: counterexample:\n    ${steps}")
+      run("spin -a (${what})" "${dir}" ignored "${SPIN}" -a ${spin_defines} "${model_name}")
+      run("compiling pan.c (${what})" "${dir}" ignored "${CC}" ${cflags} -o pan pan.c)
+      # pan's exit status does not tell whether it found errors: its report does.
+      execute_process(COMMAND "${dir}/pan" ${pan_args} WORKING_DIRECTORY "${dir}"
+        RESULT_VARIABLE rc OUTPUT_VARIABLE report ERROR_VARIABLE err)
+      string(APPEND report "${err}")
+      file(WRITE "${dir}/pan.out" "${report}")
+
+      if(NOT report MATCHES "errors: ([0-9]+)")
+        message(FATAL_ERROR "${what}: pan did not report its errors (exit ${rc}):\n${report}")
+      endif()
+      set(errors ${CMAKE_MATCH_1})
+      set(states "?")
+      if(report MATCHES "([0-9]+) states, stored")
+        set(states ${CMAKE_MATCH_1})
+      endif()
+      set(seconds "?")
+      if(report MATCHES "pan: elapsed time ([0-9.e+]+) seconds")
+        set(seconds ${CMAKE_MATCH_1})
+      endif()
+      set(memory "?")
+      if(report MATCHES "([0-9.]+)[ \t]+total actual memory usage")
+        set(memory ${CMAKE_MATCH_1})
+      endif()
+      message(STATUS "${what}: errors: ${errors}, ${states} states stored, ${seconds} s, ${memory} MB")
+
+      # The error lines ("pan:1: assertion violated ...", "pan:1: non-progress cycle (at depth n)"), not
+      # the header's list of what was searched for ("non-progress cycles +").
+      set(expected_kind "")
+      if(report MATCHES "pan:[0-9]+: (assertion violated|non-progress cycle|acceptance cycle)")
+        set(expected_kind "${CMAKE_MATCH_1}")
+      endif()
+      if(variant EQUAL 0)
+        if(NOT errors EQUAL 0)
+          list(APPEND failures "${what} (the protocol) has ${errors} error(s)")
+        elseif(report MATCHES "depth too small|out of memory|search not completed|max search depth")
+          list(APPEND failures "${what}: the search was not exhaustive")
+        endif()
+      elseif(NOT errors EQUAL 0 AND expected_kind)
+        set(violated TRUE)
+        message(STATUS "${what}: ${expected_kind}, as this negative control must")
+      endif()
+
+      # Narrate a counterexample (the expected one of a negative control, or a bug in variant 0).
+      if(NOT errors EQUAL 0 AND EXISTS "${dir}/${model_name}.trail")
+        execute_process(COMMAND "${SPIN}" -t ${spin_defines} "${model_name}" WORKING_DIRECTORY "${dir}"
+          OUTPUT_VARIABLE replay ERROR_VARIABLE replay_err)
+        string(APPEND replay "${replay_err}")
+        file(WRITE "${dir}/counterexample.txt" "${replay}")
+        string(REGEX MATCHALL "MSC: [^\n]*|<<<<<START OF CYCLE>>>>>|text of failed assertion: [^\n]*" steps "${replay}")
+        list(JOIN steps "\n    " steps)
+        string(REPLACE "MSC: " "" steps "${steps}")
+        if(report MATCHES "assertion violated ([^\n]*)")
+          message(STATUS "${what}: assertion violated ${CMAKE_MATCH_1}")
+        endif()
+        message(STATUS "${what}: counterexample:\n    ${steps}")
+      endif()
+    endforeach()
+  endforeach()
+  if(NOT variant EQUAL 0 AND NOT violated)
+    list(APPEND failures
+      "variant ${variant} (a negative control) found no assertion violation, non-progress or acceptance cycle")
   endif()
 endforeach()
 
 if(failures)
   list(JOIN failures "\n  " failures)
   message(FATAL_ERROR "SPIN model check of ${model_name} failed:\n  ${failures}\n"
-    "(reports in ${WORK_DIR}/variant_*/pan.out)")
+    "(reports in ${WORK_DIR}/variant_*/*/pan.out)")
 endif()
-message(STATUS "SPIN: ${model_name}: variant 0 has no errors, every negative control violates an assertion")
+message(STATUS "SPIN: ${model_name}: variant 0 has no errors, every negative control fails as it must")
