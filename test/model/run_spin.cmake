@@ -1,7 +1,7 @@
 # Model-checks a SPIN model (test/model/fencing.pml, fair_queue.pml) with SPIN, per protocol variant.
 #
 #   cmake -DSPIN=/usr/bin/spin -DCC=cc -DMODEL=/path/to/fencing.pml -DWORK_DIR=/tmp/spinwork \
-#         [-DVARIANTS=0,1,2,3] [-DLIVENESS=ON] [-DCONFIGS=...] [-DPAN_DEFINES=-DCOLLAPSE] [-DDEPTH=10000] \
+#         [-DVARIANTS=0,1,2,3] [-DLIVENESS=ON] [-DCONFIGS=...] [-DPAN_CFLAGS=-O1] [-DDEPTH=10000] \
 #         -P run_spin.cmake
 #
 # For each variant N (VARIANTS, default 0;1;2;3; "," separates too) and each configuration (CONFIGS,
@@ -11,8 +11,10 @@
 # non-progress search under weak fairness (`pan -m<DEPTH> -l -f`).
 #
 # CONFIGS: configurations separated by ";" or "|", each a list of spin defines separated by ",":
-# "DOWN=2|HOLDER=1,FAULTS=0" is two configurations, the second with two defines. PAN_DEFINES: extra
-# flags for compiling pan.c (e.g. -DCOLLAPSE), ";" or "," separated.
+# "DOWN=2|HOLDER=1,FAULTS=0" is two configurations, the second with two defines. A configuration
+# prefixed "safety:" gets only the safety search (one too large for the non-progress search).
+# PAN_CFLAGS: extra flags for compiling pan.c, after the default ones (e.g. -O1: faster to build,
+# slower to run), ";" or "," separated.
 #
 # Variant 0, the protocol, must report "errors: 0" in every run, and every search must be exhaustive.
 # Every other variant is a negative control: it passes once one of its runs reports an assertion
@@ -46,8 +48,8 @@ if(NOT configs)
   set(configs "-")
 endif()
 set(extra_cflags "")
-if(DEFINED PAN_DEFINES AND NOT "${PAN_DEFINES}" STREQUAL "")
-  string(REPLACE "," ";" extra_cflags "${PAN_DEFINES}")
+if(DEFINED PAN_CFLAGS AND NOT "${PAN_CFLAGS}" STREQUAL "")
+  string(REPLACE "," ";" extra_cflags "${PAN_CFLAGS}")
 endif()
 # -w: pan.c trips gcc's -Wstringop-overflow on its bounds-checked array indexing (harmless).
 set(modes safety)
@@ -77,6 +79,14 @@ foreach(variant ${VARIANTS})
     set(defines "")
     set(config_label "")
     set(config_id "")
+    set(config_modes ${modes})
+    if(config MATCHES "^safety:(.*)$")
+      set(config "${CMAKE_MATCH_1}")
+      set(config_modes safety)
+      if(config STREQUAL "")
+        set(config "-")
+      endif()
+    endif()
     if(NOT config STREQUAL "-")
       string(REPLACE "," ";" config_defines "${config}")
       foreach(d ${config_defines})
@@ -86,7 +96,7 @@ foreach(variant ${VARIANTS})
       string(MAKE_C_IDENTIFIER "${config}" config_id)
       set(config_id "${config_id}_")
     endif()
-    foreach(mode ${modes})
+    foreach(mode ${config_modes})
       if(violated)
         break()  # a negative control that already failed as it must
       endif()
