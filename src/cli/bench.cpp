@@ -1,6 +1,7 @@
 // `redlock bench`: lock latency, throughput, client CPU and allocations per operation against a deployment, with
 // C clients (one connection per node each, as separate processes would have) of W worker coroutines each.
 #include "alloc_count.hpp"
+#include "bench_server_calls.hpp"
 #include "bench_stats.hpp"
 #include "commands.hpp"
 #include "duration.hpp"
@@ -60,12 +61,16 @@ public:
             if (!signal_ignored(signo)) signals_.add(signo);
         for (int i = 0; i < o.clients; ++i) clients_.push_back(std::make_unique<client>(ctx.get_executor(), o.nodes));
         for (int i = 0; i < workers(); ++i) cancels_.push_back(std::make_unique<asio::cancellation_signal>());
-        result_.scenario = contended() ? "contended" : "uncontended";
+        result_.scenario = handoff() ? "handoff" : contended() ? "contended" : "uncontended";
         result_.fencing = o_.fencing;
         result_.nodes = o.nodes.size();
         result_.clients = o.clients;
         result_.workers = o.workers;
         result_.has_handoff = contended();
+        if (handoff()) {
+            result_.waits.emplace();
+            result_.lock_kind = o.fair ? "fair" : "plain";
+        }
     }
 
     asio::awaitable<int> run();
@@ -75,12 +80,16 @@ private:
         int holder;
         clock::time_point acquired;
         std::optional<clock::time_point> released;
+        clock::time_point release_started{};
     };
 
-    bool contended() const noexcept { return o_.kind == bench_options::scenario::contended; }
+    // Every worker on one key. The handoff scenario: a worker that released waits until another took the lock.
+    bool contended() const noexcept { return o_.kind == bench_options::scenario::contended || handoff(); }
+    bool handoff() const noexcept { return o_.kind == bench_options::scenario::handoff; }
     int workers() const noexcept { return o_.clients * o_.workers; }
     asio::awaitable<void> worker(int index);
     asio::awaitable<void> pause(milliseconds d);
+    asio::awaitable<void> until_taken_after(std::size_t slot);
     void count_error(const error_code& ec, std::string_view what, const diagnostics* diag);
     void stop_early(int signo);
     void finish();
@@ -98,6 +107,7 @@ private:
     std::string invalid_options_;  // the library refused the lock options (a --ttl above 30 days): usage error
     int active_ = 0;
     std::unique_ptr<asio::steady_timer> all_done_;
+    std::unique_ptr<asio::steady_timer> granted_;  // handoff: cancelled at every grant, wakes who waits for one
     std::vector<grant> grants_;
     std::string first_error_;
     bench_result result_;
@@ -125,6 +135,11 @@ asio::awaitable<void> bench_run::pause(milliseconds d)
     co_await t.async_wait(use_tuple);
 }
 
+asio::awaitable<void> bench_run::until_taken_after(std::size_t slot)
+{
+    while (grants_.size() <= slot + 1 && !stopping_ && clock::now() < end_) co_await granted_->async_wait(use_tuple);
+}
+
 asio::awaitable<void> bench_run::worker(int index)
 {
     auto& c = *clients_[static_cast<std::size_t>(index / o_.workers)];  // worker i shares client i / W
@@ -135,6 +150,7 @@ asio::awaitable<void> bench_run::worker(int index)
         lock_options lo;
         lo.ttl = o_.ttl;
         lo.fencing = o_.fencing;
+        lo.fair = o_.fair;
         // Uncontended: one attempt, so the latency is the protocol's alone. Contended: wait for our turn,
         // but not past the end of the run.
         lo.wait = contended() ? std::max(milliseconds(0), std::chrono::ceil<milliseconds>(end_ - clock::now()))
@@ -143,6 +159,11 @@ asio::awaitable<void> bench_run::worker(int index)
         const auto t0 = clock::now();
         auto [ec, held] = co_await m.async_lock(diag, asio::bind_cancellation_slot(cancel.slot(), use_tuple));
         const auto t1 = clock::now();
+        if (result_.waits) {
+            result_.waits->attempts += diag.waiting().attempts;
+            result_.waits->woken_by_release += diag.waiting().woken_by_release;
+            result_.waits->timed_retries += diag.waiting().timed_retries;
+        }
         if (ec) {
             // The run ended while we waited (a contended wait lasts until the end): not an error.
             if (stopping_ || t1 >= end_ || (contended() && ec == error::not_acquired)) break;
@@ -161,8 +182,10 @@ asio::awaitable<void> bench_run::worker(int index)
         std::size_t slot = grants_.size();
         if (contended()) {
             grants_.push_back({index, t1, std::nullopt});
+            if (granted_) granted_->cancel();
             co_await pause(milliseconds(1));  // the holder's work
         }
+        if (contended()) grants_[slot].release_started = clock::now();
         auto [rec] = co_await held.async_release(use_tuple);
         if (rec) {
             count_error(rec, "release", nullptr);
@@ -170,6 +193,7 @@ asio::awaitable<void> bench_run::worker(int index)
         }
         if (contended()) grants_[slot].released = clock::now();
         ++result_.ops;
+        if (handoff()) co_await until_taken_after(slot);
     }
     if (--active_ == 0) all_done_->cancel();
 }
@@ -199,11 +223,13 @@ asio::awaitable<int> bench_run::run()
                    std::to_string(o_.clients) + " client(s) x " + std::to_string(o_.workers) + " worker(s), " +
                    format_duration(o_.duration) + ", keys " + prefix_ + (contended() ? "" : ":N"));
 
+    if (handoff()) co_await reset_server_stats(ctx_.get_executor(), o_.nodes);
     const auto start = clock::now();
     const auto cpu_start = cpu_now();
     const auto allocations_start = allocation_count();
     end_ = start + o_.duration;
     all_done_ = std::make_unique<asio::steady_timer>(ctx_, clock::time_point::max());
+    if (handoff()) granted_ = std::make_unique<asio::steady_timer>(ctx_, end_);
     active_ = workers();
     for (int i = 0; i < workers(); ++i) asio::co_spawn(ctx_, worker(i), rethrow);
     while (active_ > 0) co_await all_done_->async_wait(use_tuple);
@@ -213,11 +239,16 @@ asio::awaitable<int> bench_run::run()
     result_.system_seconds = cpu_end.system - cpu_start.system;
     if (counting_allocations()) result_.allocations = allocation_count() - allocations_start;
 
+    if (handoff()) result_.server_calls = co_await server_calls(ctx_.get_executor(), o_.nodes);
+
     // Grants come in lock order (one holder at a time): the gap is from grant k's release to grant k+1, when
-    // the lock passed to another client (a holder taking it straight back hands nothing off).
+    // the lock passed to another client (a holder taking it straight back hands nothing off). Contended: from
+    // the release completing; handoff: from the release starting (the next holder may be granted before the
+    // releaser heard back from every node).
     for (std::size_t k = 1; k < grants_.size(); ++k) {
         if (!grants_[k - 1].released || grants_[k - 1].holder == grants_[k].holder) continue;
-        result_.handoff_us.push_back(std::max<std::int64_t>(0, micros(grants_[k].acquired - *grants_[k - 1].released)));
+        const auto from = handoff() ? grants_[k - 1].release_started : *grants_[k - 1].released;
+        result_.handoff_us.push_back(std::max<std::int64_t>(0, micros(grants_[k].acquired - from)));
     }
     result_.grants = grants_.size();
     if (!invalid_options_.empty()) {

@@ -86,6 +86,18 @@ std::string to_json(bench_result r)
            ",\"max\":" + number_or_null(percentile(r.acquire_us, 100)) + "}";
     out += ",\"handoff_us\":{\"p50\":" + number_or_null(percentile(r.handoff_us, 50)) +
            ",\"p99\":" + number_or_null(percentile(r.handoff_us, 99)) + "}";
+    if (r.waits) {
+        out += ",\"lock\":\"" + r.lock_kind + "\"";
+        out += ",\"handoffs\":" + std::to_string(r.handoff_us.size());
+        out += ",\"handoff_max_us\":" + number_or_null(percentile(r.handoff_us, 100));
+        out += ",\"attempts\":" + std::to_string(r.waits->attempts);
+        out += ",\"woken_by_release\":" + std::to_string(r.waits->woken_by_release);
+        out += ",\"timed_retries\":" + std::to_string(r.waits->timed_retries);
+        out += ",\"server_calls\":{";
+        for (std::size_t i = 0; i < r.server_calls.size(); ++i)
+            out += (i ? ",\"" : "\"") + r.server_calls[i].first + "\":" + std::to_string(r.server_calls[i].second);
+        out += "}";
+    }
     out += ",\"errors\":" + std::to_string(r.errors);
     out += "}\n";
     return out;
@@ -112,6 +124,16 @@ std::string to_table(bench_result r)
         out += "handoffs     " + std::to_string(r.handoff_us.size()) + " of " + std::to_string(r.grants) +
                " grants went to another worker than the one that released\n";
     }
+    if (r.waits && r.grants > 0) {
+        const auto per_grant = [&](std::uint64_t n) { return fixed(static_cast<double>(n) / r.grants, 2); };
+        out += "lock         " + r.lock_kind + "\n";
+        out += "waiting      " + per_grant(r.waits->attempts) + " attempts per grant; retries woken by a release " +
+               std::to_string(r.waits->woken_by_release) + ", by a timer " + std::to_string(r.waits->timed_retries) +
+               "\n";
+        std::string calls;
+        for (const auto& [command, n] : r.server_calls) calls += " " + command + " " + per_grant(n);
+        out += "server/grant" + calls + " (calls over every node)\n";
+    }
     char line[256];
     std::snprintf(line, sizeof line, "%-12s %10s %10s %10s %10s\n", "latency us", "p50", "p90", "p99", "max");
     out += line;
@@ -122,8 +144,10 @@ std::string to_table(bench_result r)
     out += line;
     if (r.has_handoff) {
         std::snprintf(line, sizeof line, "%-12s %10s %10s %10s %10s\n", "handoff",
-                      number_or_dash(percentile(r.handoff_us, 50)).c_str(), "",
-                      number_or_dash(percentile(r.handoff_us, 99)).c_str(), "");
+                      number_or_dash(percentile(r.handoff_us, 50)).c_str(),
+                      number_or_dash(percentile(r.handoff_us, 90)).c_str(),
+                      number_or_dash(percentile(r.handoff_us, 99)).c_str(),
+                      number_or_dash(percentile(r.handoff_us, 100)).c_str());
         out += line;
     }
     return out;

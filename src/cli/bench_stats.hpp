@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace redlock::cli {
@@ -37,12 +38,23 @@ struct bench_result {
     std::vector<std::int64_t> handoff_us;  // contended: a release completing to another client's acquire completing
     bool has_handoff = false;
     std::uint64_t grants = 0;  // contended: successful acquires (handoff_us.size() of them went to another client)
+    // The handoff scenario: how the lock calls waited (diagnostics::waiting(), summed) and what the nodes ran.
+    struct wait_totals {
+        std::uint64_t attempts = 0;
+        std::uint64_t woken_by_release = 0;
+        std::uint64_t timed_retries = 0;
+    };
+    std::optional<wait_totals> waits;
+    std::vector<std::pair<std::string, std::uint64_t>> server_calls;  // per command, over every node
+    std::string lock_kind = "plain";                                  // or "fair"
 };
 
 // Exactly the keys scenario, fencing, nodes, clients, workers, ops, ops_per_sec, cpu_us_per_op (user +
 // system), user_us_per_op, sys_us_per_op, allocs_per_op, acquire_us {p50,p90,p99,max}, handoff_us {p50,p99},
 // errors, in this order. A percentile without samples (handoff when uncontended) is null; so are the four
 // per-op figures without operations, and allocs_per_op when allocations were not counted (sanitizer builds).
+// The handoff scenario adds, before errors: lock ("plain" or "fair"), handoffs, handoff_max_us, attempts,
+// woken_by_release, timed_retries and server_calls {command: calls over every node}.
 std::string to_json(bench_result r);
 std::string to_table(bench_result r);
 

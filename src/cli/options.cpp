@@ -64,8 +64,9 @@ exit codes: 0 when a quorum of nodes is reachable (all of them, or a note says w
 )";
 
 const char* bench_help =
-    R"(usage: redlock bench [--nodes URL[,URL...]] [--scenario uncontended|contended|hold] [--clients C]
-                     [--workers W] [--leases L] [--duration D] [--ttl T] [--fencing] [--json]
+    R"(usage: redlock bench [--nodes URL[,URL...]] [--scenario uncontended|contended|handoff|hold]
+                     [--clients C] [--workers W] [--leases L] [--duration D] [--ttl T] [--fencing] [--fair]
+                     [--json]
 
 Measures lock latency and throughput against the nodes, and the client CPU time and allocations per
 lock + release.
@@ -73,6 +74,11 @@ lock + release.
                default 1 client x 64 workers)
   contended    the workers on one key, each holding it about 1 ms; also measures the handoff gap (from one
                release completing to the next acquire completing) (default 4 clients x 1 worker)
+  handoff      as contended (default 10 clients x 1 worker), but a worker that released waits until another
+               took the lock before it asks again: every grant is a handoff. Also reports the attempts per
+               grant, what started each retry (a release message or a timer: polling) and the commands the
+               nodes ran per grant (CONFIG RESETSTAT before, INFO commandstats after: run it alone on the
+               nodes). --fair: a fair lock
   hold         one client takes L leases (--leases, default 100000) with the watchdog, holds them for the
                duration and releases them: memory per lease, client CPU while the watchdog extends them,
                leases lost (none expected)
@@ -346,7 +352,8 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
     add_common(desc);
     desc.add_options()("scenario", po::value<std::string>())("clients", po::value<std::string>())(
         "workers", po::value<std::string>())("duration", po::value<std::string>())("ttl", po::value<std::string>())(
-        "fencing", po::bool_switch())("json", po::bool_switch())("leases", po::value<std::string>());
+        "fencing", po::bool_switch())("fair", po::bool_switch())("json", po::bool_switch())("leases",
+                                                                                            po::value<std::string>());
     auto vm = parse_into(desc, args, command);
     if (vm["help"].as<bool>()) {
         write_stdout(bench_help);
@@ -359,13 +366,17 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
             o.kind = bench_options::scenario::uncontended;
         else if (*s == "contended")
             o.kind = bench_options::scenario::contended;
+        else if (*s == "handoff")
+            o.kind = bench_options::scenario::handoff;
         else if (*s == "hold")
             o.kind = bench_options::scenario::hold;
         else
-            throw usage_error("--scenario: '" + *s + "' is not a scenario (uncontended, contended or hold)", command);
+            throw usage_error("--scenario: '" + *s + "' is not a scenario (uncontended, contended, handoff or hold)",
+                              command);
     }
-    const bool contended = o.kind == bench_options::scenario::contended;
-    o.clients = positive_int_flag(vm, "clients", contended ? 4 : o.clients, command);
+    const bool handoff = o.kind == bench_options::scenario::handoff;
+    const bool contended = o.kind == bench_options::scenario::contended || handoff;
+    o.clients = positive_int_flag(vm, "clients", handoff ? 10 : contended ? 4 : o.clients, command);
     if (o.clients > 1024) throw usage_error("--clients: at most 1024", command);
     o.workers = positive_int_flag(vm, "workers", contended ? 1 : o.workers, command);
     if (o.workers > 4096) throw usage_error("--workers: at most 4096", command);
@@ -373,6 +384,8 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
     if (o.duration <= ms(0)) throw usage_error("--duration must be positive", command);
     o.ttl = ttl_flag(vm, o.ttl, command);
     o.fencing = vm["fencing"].as<bool>();
+    o.fair = vm["fair"].as<bool>();
+    if (o.fair && !handoff) throw usage_error("--fair: only with --scenario handoff", command);
     o.json = vm["json"].as<bool>();
     o.leases = positive_int_flag(vm, "leases", o.leases, command);
     if (o.leases > 10'000'000) throw usage_error("--leases: at most 10000000", command);

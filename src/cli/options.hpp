@@ -49,7 +49,7 @@ struct status_options {
 };
 
 struct bench_options {
-    enum class scenario { uncontended, contended, hold };
+    enum class scenario { uncontended, contended, handoff, hold };
     std::vector<node_config> nodes;
     scenario kind = scenario::uncontended;
     // The defaults of uncontended: one client shared by 64 requests in flight, as in a service. Contended
@@ -59,6 +59,7 @@ struct bench_options {
     ms duration{5'000};
     ms ttl{10'000};
     bool fencing = false;
+    bool fair = false;  // handoff: a fair lock
     bool json = false;
     int leases = 100'000;  // hold: how many leases one client holds with the watchdog
     verbosity output = verbosity::normal;

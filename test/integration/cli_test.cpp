@@ -1,6 +1,7 @@
 // The `redlock` executable as a process: every exit code, the child's environment, release after the child,
 // signal forwarding, status and bench output.
 #include <boost/json/src.hpp>  // header-only Boost.JSON, to parse `bench --json`
+#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -685,6 +686,35 @@ BOOST_AUTO_TEST_CASE(bench_hold_keeps_every_lease)
     for (std::size_t i = 0; i < nodes.size(); ++i)  // released: nothing of the run is left
         BOOST_TEST(nodes[i].cli({"DBSIZE"}) == "0");
 #endif
+}
+
+// The handoff scenario, plain and fair, on 3 nodes: every grant went to another worker, the waits were woken
+// by release messages (no timer: no polling), and the nodes' command counts are there. No timing asserted.
+BOOST_DATA_TEST_CASE(bench_handoff_counts_wake_ups_and_server_calls, boost::unit_test::data::make({false, true}), fair)
+{
+    cluster nodes(3);
+    std::vector<std::string> args{
+        "bench",  "--nodes", comma_joined(nodes.urls()), "--scenario", "handoff", "--clients", "4", "--duration",
+        "1500ms", "--json"};
+    if (fair) args.emplace_back("--fair");
+    auto r = redlock_cli(args);
+    BOOST_TEST_REQUIRE(r.exit_code == 0, "stderr: " << r.err);
+    boost::json::error_code ec;
+    auto doc = boost::json::parse(r.out, ec);
+    BOOST_REQUIRE_MESSAGE(!ec && doc.is_object(), "not a JSON object: " << r.out);
+    const auto& o = doc.as_object();
+    BOOST_TEST(o.at("scenario").as_string() == "handoff");
+    BOOST_TEST(o.at("lock").as_string() == (fair ? "fair" : "plain"));
+    const auto grants = o.at("ops").as_int64();
+    BOOST_TEST(grants > 10);
+    BOOST_TEST(o.at("handoffs").as_int64() >= grants - 1);  // each grant after the first is a handoff
+    BOOST_TEST(o.at("woken_by_release").as_int64() > 0);
+    BOOST_TEST(o.at("attempts").as_int64() >= grants);
+    const auto& calls = o.at("server_calls").as_object();
+    BOOST_TEST(calls.contains("evalsha"));
+    BOOST_TEST(calls.contains("publish"));
+    BOOST_TEST(!calls.contains("config|resetstat"));
+    BOOST_TEST(o.at("errors").as_int64() == 0);
 }
 
 BOOST_AUTO_TEST_CASE(bench_prints_a_table_and_fails_69_without_a_quorum)

@@ -4,6 +4,7 @@
 #include <boost/json/src.hpp>  // header-only Boost.JSON, to parse the output
 #include <boost/test/unit_test.hpp>
 
+#include <cli/bench_server_calls.hpp>
 #include <cli/bench_stats.hpp>
 #include <string>
 #include <vector>
@@ -43,6 +44,49 @@ boost::json::object parse_object(const std::string& text)
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(bench_stats)
+
+// The handoff scenario adds how the lock calls waited and what the nodes ran, before errors.
+BOOST_AUTO_TEST_CASE(handoff_json_adds_waiting_and_server_calls)
+{
+    auto r = sample_result();
+    r.scenario = "handoff";
+    r.has_handoff = true;
+    r.handoff_us = {300, 400, 500};
+    r.waits = bench_result::wait_totals{12, 9, 0};
+    r.lock_kind = "fair";
+    r.server_calls = {{"evalsha", 24}, {"publish", 3}};
+    const auto o = parse_object(to_json(r));
+    std::vector<std::string> keys;
+    for (const auto& kv : o) keys.emplace_back(kv.key());
+    const std::vector<std::string> tail{
+        "lock",          "handoffs",     "handoff_max_us", "attempts", "woken_by_release",
+        "timed_retries", "server_calls", "errors"};
+    BOOST_REQUIRE(keys.size() > tail.size());
+    BOOST_TEST(std::vector<std::string>(keys.end() - static_cast<std::ptrdiff_t>(tail.size()), keys.end()) == tail,
+               boost::test_tools::per_element());
+    BOOST_TEST(o.at("handoffs").as_int64() == 3);
+    BOOST_TEST(o.at("handoff_max_us").as_int64() == 500);
+    BOOST_TEST(o.at("timed_retries").as_int64() == 0);
+    BOOST_TEST(o.at("server_calls").as_object().at("evalsha").as_int64() == 24);
+}
+
+// INFO commandstats, as Redis 7 writes it (subcommands as "config|resetstat"): calls per command, summed over
+// nodes, without the benchmark's own bookkeeping.
+BOOST_AUTO_TEST_CASE(command_stats_are_summed_over_nodes_without_bookkeeping)
+{
+    const std::string node_a =
+        "# Commandstats\r\ncmdstat_evalsha:calls=10,usec=50,usec_per_call=5.00\r\n"
+        "cmdstat_config|resetstat:calls=1,usec=3,usec_per_call=3.00\r\n"
+        "cmdstat_publish:calls=2,usec=4,usec_per_call=2.00\r\n";
+    const std::string node_b =
+        "# Commandstats\r\ncmdstat_evalsha:calls=7,usec=30,usec_per_call=4.00\r\n"
+        "cmdstat_info:calls=1,usec=9,usec_per_call=9.00\r\n";
+    redlock::cli::command_calls calls;
+    redlock::cli::add_command_stats(node_a, calls);
+    redlock::cli::add_command_stats(node_b, calls);
+    const redlock::cli::command_calls expected{{"evalsha", 17}, {"publish", 2}};
+    BOOST_TEST((calls == expected));
+}
 
 BOOST_AUTO_TEST_CASE(json_has_the_documented_keys_in_order)
 {
