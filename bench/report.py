@@ -10,6 +10,7 @@ The raw folder holds one file per run, named by scripts/dev bench:
   ceiling.SHAPE.CMD.csv  `redis-benchmark --csv` of CMD (set: SET key token NX PX 10000; release: EVALSHA of the
                          compare-and-delete script) with the connections and pipeline depth of SHAPE
   meta.json              the run's settings (duration, node count, tools' versions)
+  handoffN.IMPL.json     the handoff scenario on N nodes (IMPL: ours, ours-fair, node-redlock): a second table
 Standard library only: it runs on Debian's python3 as it comes.
 """
 
@@ -30,6 +31,9 @@ ROWS = [
     ("cont5", "5 nodes, contended, 4 clients x 1", None),
 ]
 PEERS = ["node-redlock", "ioredis", "redis-py"]
+# The handoff table: every grant passes to a worker of another client (`redlock bench --scenario handoff`).
+HANDOFF_ROWS = [("handoff1", "1 node"), ("handoff5", "5 nodes")]
+HANDOFF_IMPLS = [("ours", "plain"), ("ours-fair", "fair"), ("node-redlock", "node-redlock, defaults")]
 # redis-benchmark shapes: (connections, pipeline depth, what it stands for).
 SHAPES = {
     "seq": (1, 1, "1 connection, 1 request in flight: the round trip"),
@@ -111,7 +115,13 @@ def gather(raw):
                 row["ceiling"] = c
         rows.append(row)
     extra = {s: ceiling(raw, s) for s in SHAPES}
-    return {"meta": meta, "rows": rows, "ceilings": {s: c for s, c in extra.items() if c}}
+    handoff = []
+    for row_id, label in HANDOFF_ROWS:
+        for impl, kind in HANDOFF_IMPLS:
+            result = load_json(os.path.join(raw, f"{row_id}.{impl}.json"))
+            if result is not None:
+                handoff.append({"label": f"{kind}, {label}", "result": result})
+    return {"meta": meta, "rows": rows, "ceilings": {s: c for s, c in extra.items() if c}, "handoff": handoff}
 
 
 def rate(result):
@@ -164,8 +174,32 @@ def table(results):
     return lines
 
 
+def handoff_table(results):
+    """Gap from a release's start to the next holder's grant; retries a timer started (polling); server calls."""
+    lines = [["handoff", "handoffs/s", "gap p50", "p99", "attempts/grant", "timed retries", "cmds/grant"]]
+    for entry in results.get("handoff", []):
+        r = entry["result"]
+        ops = r.get("ops") or 0
+        calls = sum(r.get("server_calls", {}).values())
+        attempts = r.get("attempts")
+        timed = r.get("timed_retries")
+        lines.append([entry["label"], with_errors(fmt_int(r.get("ops_per_sec")), r),
+                      fmt_int(r.get("handoff_us", {}).get("p50")), fmt_int(r.get("handoff_us", {}).get("p99")),
+                      fmt_float(attempts / ops, 2) if attempts is not None and ops else "-",
+                      fmt_int(timed) if timed is not None else "polls",
+                      fmt_float(calls / ops) if ops else "-"])
+    return lines
+
+
 def print_text(results, out):
-    lines = table(results)
+    for lines in (table(results), handoff_table(results)):
+        if len(lines) < 2:
+            continue
+        print_lines(lines, out)
+        out.write("\n")
+
+
+def print_lines(lines, out):
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     for n, line in enumerate(lines):
         text = "  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(line))
@@ -175,11 +209,14 @@ def print_text(results, out):
 
 
 def print_markdown(results, out):
-    lines = table(results)
-    out.write("| " + " | ".join(lines[0]) + " |\n")
-    out.write("| " + " | ".join(["---"] + ["---:"] * (len(lines[0]) - 1)) + " |\n")
-    for line in lines[1:]:
-        out.write("| " + " | ".join(line) + " |\n")
+    for lines in (table(results), handoff_table(results)):
+        if len(lines) < 2:
+            continue
+        out.write("| " + " | ".join(lines[0]) + " |\n")
+        out.write("| " + " | ".join(["---"] + ["---:"] * (len(lines[0]) - 1)) + " |\n")
+        for line in lines[1:]:
+            out.write("| " + " | ".join(line) + " |\n")
+        out.write("\n")
 
 
 def print_notes(results, out, bullet=""):
