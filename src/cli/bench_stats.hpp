@@ -22,6 +22,13 @@ cpu_times cpu_now();
 // Nearest-rank percentile (p in (0, 100]) of the samples; nullopt when there are none. Sorts `samples`.
 std::optional<std::int64_t> percentile(std::vector<std::int64_t>& samples, double p);
 
+// How the lock calls of a run waited: diagnostics::waiting(), summed.
+struct bench_wait_totals {
+    std::uint64_t attempts = 0;
+    std::uint64_t woken_by_release = 0;
+    std::uint64_t timed_retries = 0;
+};
+
 struct bench_result {
     std::string scenario;
     bool fencing = false;
@@ -39,12 +46,7 @@ struct bench_result {
     bool has_handoff = false;
     std::uint64_t grants = 0;  // contended: successful acquires (handoff_us.size() of them went to another client)
     // The handoff scenario: how the lock calls waited (diagnostics::waiting(), summed) and what the nodes ran.
-    struct wait_totals {
-        std::uint64_t attempts = 0;
-        std::uint64_t woken_by_release = 0;
-        std::uint64_t timed_retries = 0;
-    };
-    std::optional<wait_totals> waits;
+    std::optional<bench_wait_totals> waits;
     std::vector<std::pair<std::string, std::uint64_t>> server_calls;  // per command, over every node
     std::string lock_kind = "plain";                                  // or "fair"
 };

@@ -52,7 +52,7 @@ BOOST_AUTO_TEST_CASE(handoff_json_adds_waiting_and_server_calls)
     r.scenario = "handoff";
     r.has_handoff = true;
     r.handoff_us = {300, 400, 500};
-    r.waits = bench_result::wait_totals{12, 9, 0};
+    r.waits = redlock::cli::bench_wait_totals{12, 9, 0};
     r.lock_kind = "fair";
     r.server_calls = {{"evalsha", 24}, {"publish", 3}};
     const auto o = parse_object(to_json(r));
