@@ -13,7 +13,11 @@
 #include <redlock/mutex.hpp>
 #include <redlock/node.hpp>
 #include <redlock/node_config.hpp>
+#include <redlock/permit.hpp>
 #include <redlock/request.hpp>
 #include <redlock/response.hpp>
 #include <redlock/script.hpp>
+#include <redlock/semaphore.hpp>
+#include <redlock/semaphore_inspection.hpp>
 #include <redlock/with_lock.hpp>
+#include <redlock/with_permit.hpp>

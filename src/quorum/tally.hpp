@@ -57,6 +57,9 @@ public:
         if (no_ + errors_ > nodes_ - quorum_) return decision::impossible;
         return decision::pending;
     }
+    /// A quorum rule that depends on the answers (a semaphore's limit, as each node reports it) sets the quorum
+    /// those answers call for; the votes stay counted.
+    void set_quorum(std::size_t quorum) noexcept { quorum_ = quorum; }
     /// For an impossible outcome: did errors alone make the quorum unreachable? (no_quorum rather than
     /// not_acquired: the nodes could not be asked, rather than said no.)
     bool failed_by_errors() const noexcept { return errors_ > nodes_ - quorum_; }

@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,14 +40,21 @@ struct lease_protocol {
     /// `needs_repair` (they lost our keys and nobody else holds them: a restart without persistence, a key
     /// that lapsed while the node was slow). While a quorum holds the lease nobody else can hold it, so taking
     /// the keys back there is safe, and it keeps a long lease from dying of one node restart after another.
-    make_request_fn repair = nullptr;
+    request (*repair)(const lease_protocol& self, const std::vector<std::string>& keys, const std::string& token,
+                      std::chrono::milliseconds ttl, std::chrono::milliseconds node_timeout) = nullptr;
     bool (*needs_repair)(const response& reply) = nullptr;
+    /// A semaphore permit: its units and the limit its acquire named, which the repair acquires with again.
+    std::int64_t units = 1;
+    std::int64_t limit = 0;
     /// Optional: one request that extends many leases of this protocol; each node answers an array whose
     /// element j reads, by `extended`, as entries[j]'s own extension would. The watchdog batches the leases
     /// due together with it; without it (and for async_extend) each lease extends alone.
     using batch_extend_fn = request (*)(const std::vector<batch_entry>& entries,
                                         std::chrono::milliseconds node_timeout);
     batch_extend_fn extend_batch = nullptr;
+    /// Optional: how long a node's answer to an extension says the lease now lives there, by the node's own
+    /// clock (a semaphore permit's expiry is the server's time).
+    std::optional<std::chrono::milliseconds> (*remaining)(const response& extended) = nullptr;
 };
 
 /// How long a lease lives and how the watchdog keeps it.

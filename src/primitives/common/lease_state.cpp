@@ -10,6 +10,9 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
+#include <functional>
+
 namespace redlock::detail {
 
 namespace asio = boost::asio;
@@ -182,6 +185,7 @@ error_code lease_state::conclude_extension(clock::time_point start, std::shared_
         const auto until = detail::valid_until(start, timing_.ttl, timing_.drift_factor);
         granted_at_ = start;
         if (until > valid_until()) set_valid_until(until);
+        server_remaining_ = remaining_on_quorum(*result);
         last_extension_failed_ = false;
         if (keeper_entry_) schedule_next();  // from the new grant
         if (protocol_.needs_repair)
@@ -210,6 +214,19 @@ error_code lease_state::conclude_extension(clock::time_point start, std::shared_
     return outcome.ec;
 }
 
+ms lease_state::remaining_on_quorum(const fan_out_state& extension) const
+{
+    if (!protocol_.remaining) return ms(0);
+    std::vector<ms> times;
+    for (std::size_t i = 0; i < extension.replies.size(); ++i)
+        if (extension.answered(i) && extension.votes[i] == vote::yes)
+            if (auto t = protocol_.remaining(extension.replies[i])) times.push_back(*t);
+    const auto q = extension.tally.quorum();
+    if (q == 0 || times.size() < q) return ms(0);
+    std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(q - 1), times.end(), std::greater<>());
+    return times[q - 1];
+}
+
 std::vector<std::size_t> lease_state::nodes_missing_keys(const fan_out_state& extension) const
 {
     std::vector<std::size_t> missing;
@@ -233,10 +250,11 @@ asio::awaitable<void> lease_state::repair(std::shared_ptr<lease_state> self, std
     const auto lost = self->nodes_missing_keys(*extension);
     // Sent on the strand while held, so on each node's connection it runs before any later release.
     if (!lost.empty())
-        self->client_->nodes().send_to(lost,
-                                       std::make_shared<const request>(self->protocol_.repair(
-                                           self->keys_, self->token_, self->timing_.ttl, self->timing_.node_timeout)),
-                                       self->protocol_.routing_key);
+        self->client_->nodes().send_to(
+            lost,
+            std::make_shared<const request>(self->protocol_.repair(self->protocol_, self->keys_, self->token_,
+                                                                   self->timing_.ttl, self->timing_.node_timeout)),
+            self->protocol_.routing_key);
 }
 
 asio::awaitable<std::tuple<error_code>> lease_state::extend(std::shared_ptr<lease_state> self, diagnostics* diag)

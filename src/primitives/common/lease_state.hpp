@@ -36,6 +36,9 @@ public:
         return clock::time_point(clock::duration(valid_until_.load(std::memory_order_relaxed)));
     }
     bool lost() const noexcept { return lost_.load(std::memory_order_relaxed); }
+    /// After a successful extension of a protocol that reports it: how long a quorum of nodes keeps the lease
+    /// by their own clocks (the quorum-th longest of the granting nodes' answers). On the strand.
+    std::chrono::milliseconds server_remaining() const noexcept { return server_remaining_; }
     strand_type& strand() noexcept { return client_->strand(); }
     const boost::asio::any_io_executor& io_executor() const noexcept { return client_->io_executor(); }
 
@@ -94,6 +97,8 @@ private:
     // The protocol's requests, built on first use (on the strand).
     const std::shared_ptr<const request>& extend_request();
     const std::shared_ptr<const request>& release_request();
+    // The quorum-th longest time the extending nodes report (protocol_.remaining), or 0.
+    std::chrono::milliseconds remaining_on_quorum(const fan_out_state& extension) const;
     void set_valid_until(clock::time_point t) noexcept
     {
         valid_until_.store(t.time_since_epoch().count(), std::memory_order_relaxed);
@@ -113,6 +118,7 @@ private:
     std::atomic<bool> lost_{false};
     clock::time_point acquired_at_;
     clock::time_point granted_at_;  // start of the attempt whose grant is in force
+    std::chrono::milliseconds server_remaining_{0};
     bool last_extension_failed_ = false;
     std::string last_extension_failure_;
     watchdog_step next_step_{watchdog_step::action::lose, {}};

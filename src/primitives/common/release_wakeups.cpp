@@ -4,6 +4,7 @@
 #include <boost/asio/dispatch.hpp>
 
 #include <algorithm>
+#include <charconv>
 
 namespace redlock::detail {
 
@@ -11,8 +12,9 @@ namespace asio = boost::asio;
 using clock = std::chrono::steady_clock;
 
 namespace {
-// Tokens are hex: a leading '~' cannot start a holder's release id.
+// Tokens are hex: a leading '~' cannot start a holder's release id, nor a '+' a waiter's token.
 constexpr char clean_up_mark = '~';
+constexpr char permits_mark = '+';
 }  // namespace
 
 std::string clean_up_id(const std::string& token, std::uint64_t n)
@@ -173,6 +175,7 @@ void release_wakeups::wake_freed(channel_state& state, std::string_view next_in_
 
 void release_wakeups::wake(channel_state& state, std::string_view next_in_line)
 {
+    if (next_in_line.starts_with(permits_mark)) return wake_for_permits(state, next_in_line.substr(1));
     if (!next_in_line.empty()) {  // a fair lock's release: only the next in line can take it
         for (auto* w : state.watchers) {
             if (w->token != next_in_line) continue;
@@ -192,6 +195,26 @@ void release_wakeups::wake(channel_state& state, std::string_view next_in_line)
     // landed; they retry at once rather than sleep through it.
     for (auto* w : state.watchers)
         if (w->token.empty()) w->woken = true;
+}
+
+void release_wakeups::wake_for_permits(channel_state& state, std::string_view count)
+{
+    // One waiter per permit freed: a release of k permits lets up to k waiters in ("*": a larger limit, all).
+    std::size_t left = count == "*" ? state.watchers.size() : 0;
+    if (count != "*") std::from_chars(count.data(), count.data() + count.size(), left);
+    left = std::max<std::size_t>(left, 1);
+    bool asleep = false;
+    for (auto* w : state.watchers) {
+        if (!w->token.empty() || !w->pausing || w->woken) continue;
+        asleep = true;
+        w->woken = true;
+        w->timer.cancel();
+        if (--left == 0) return;
+    }
+    // Permits left over: those busy with an attempt may have been refused before the release landed.
+    if (!asleep || left > 0)
+        for (auto* w : state.watchers)
+            if (w->token.empty()) w->woken = true;
 }
 
 void release_wakeups::schedule_sweep()

@@ -74,9 +74,10 @@ public:
     /// rights), or empty. Said once per client: the first refusal is kept.
     const std::string& refusal() const noexcept { return refusal_; }
 
-    /// A message published on `channel` by `node`: "<release id>" (the same from each of the N nodes), or for a
-    /// fair lock "<release id>\n<token of the next in line>" (a waiter of another process, or none, leaves ours
-    /// asleep).
+    /// A message published on `channel` by `node`: "<release id>" (the same from each of the N nodes); for a
+    /// fair lock or semaphore "<release id>\n<token of the next in line>" (a waiter of another process, or none,
+    /// leaves ours asleep); for a semaphore "<release id>\n+<k>", k permits freed, which wakes up to k waiters
+    /// ("+*": the limit grew, every waiter).
     void on_message(const std::string& channel, const std::string& payload, std::size_t node);
 
 private:
@@ -100,6 +101,7 @@ private:
                        const diagnostics& diag);
     void wake(channel_state& state, std::string_view next_in_line);
     void wake_freed(channel_state& state, std::string_view next_in_line);
+    void wake_for_permits(channel_state& state, std::string_view count);
     void schedule_sweep();
     void sweep();
 

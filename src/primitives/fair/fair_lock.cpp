@@ -13,13 +13,17 @@ struct fair_waiter {
     std::uint64_t ticket = 0;  // 0 until the waiter joined the queue
 };
 
-// `waits`: a lock call that may take more than one attempt (not a try-lock), worth a place in the queue.
+request fair_lock_acquire(const lock_call& call, std::uint64_t ticket, bool take_ticket)
+{
+    return fair_scripts::acquire_request(call.keys.front(), call.token, call.options.ttl, call.options.waiter_ttl,
+                                         ticket, take_ticket, call.fence_step, call.options.node_timeout);
+}
+
+// `waits`: a call that may take more than one attempt (not a try-lock), worth a place in the queue.
 std::shared_ptr<const request> acquire_with(const lock_call& call, std::uint64_t ticket, bool waits)
 {
     const bool one_node = call.client->nodes().size() == 1;
-    return std::make_shared<const request>(
-        fair_scripts::acquire_request(call.keys.front(), call.token, call.options.ttl, call.options.waiter_ttl, ticket,
-                                      one_node && waits, call.fence_step, call.options.node_timeout));
+    return std::make_shared<const request>(call.fair_acquire(call, ticket, one_node && waits));
 }
 
 // Over N nodes, a waiter without a ticket that was not granted takes one: 1 + the highest counter among a
@@ -45,14 +49,12 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, s
                                         bool waits, std::uint64_t n)
 {
     auto& nodes = call->client->nodes();
-    const auto& key = call->keys.front();
     auto start = clock::now();
     // Without a ticket over N nodes, the refusals carry the counters it is chosen from: wait for a quorum of them.
     // Requests are named, not temporaries inside a co_await: g++ 12 may destroy those twice.
     const bool choosing = waiter->ticket == 0 && waits && nodes.size() > 1;
     auto first = acquire_with(*call, waiter->ticket, waits);
-    auto result = co_await nodes.fan_out(first, key, fair_scripts::classify_acquire, nodes.majority(),
-                                         choosing ? until::quorum_answered : until::decided);
+    auto result = co_await fan_out_acquire(call, first, choosing ? until::quorum_answered : until::decided);
     if (!result->cancelled && waiter->ticket == 0 && waits) {
         if (nodes.size() == 1) {  // the node gave us our ticket when it refused
             if (result->answered(0))
@@ -65,7 +67,7 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, s
                 // stands, and every later attempt heartbeats with it and joins the queues that miss it.
                 start = clock::now();
                 auto queued = acquire_with(*call, waiter->ticket, waits);
-                result = co_await nodes.fan_out(queued, key, fair_scripts::classify_acquire, nodes.majority());
+                result = co_await fan_out_acquire(call, queued);
             }
         }
     }
@@ -77,6 +79,8 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, s
 
 void make_fair(lock_call& call, acquire_plan& plan)
 {
+    call.classify = fair_scripts::classify_acquire;
+    call.fair_acquire = fair_lock_acquire;
     call.protocol.release = fair_scripts::release_and_leave;
     call.clean_up = fair_scripts::release_keeping_place;
     call.holder_ttl = fair_scripts::wait_hint;
@@ -94,7 +98,7 @@ attempt_fn fair_attempts(std::shared_ptr<const lock_call> call, bool waits)
 
 void leave_queue(const lock_call& call)
 {
-    call.client->nodes().send_to_all(std::make_shared<const request>(fair_scripts::release_and_leave(
+    call.client->nodes().send_to_all(std::make_shared<const request>(call.protocol.release(
                                          call.keys, call.token, call.token + ":left", call.options.node_timeout)),
                                      call.keys.front());
 }

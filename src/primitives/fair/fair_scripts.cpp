@@ -48,6 +48,10 @@ script make_script(std::string_view body)
     return script(std::move(text));
 }
 
+// A fair semaphore appends its node's limit to the replies; the elements read here come first in both.
+constexpr std::size_t grant_size = 3;
+constexpr std::size_t refusal_size = 4;
+
 std::vector<std::string> queue_keys(const std::string& key)
 {
     return {key, aux_name(key, "queue"), aux_name(key, "alive")};
@@ -56,7 +60,8 @@ std::vector<std::string> queue_keys(const std::string& key)
 // A refusal: {0, wait, counter, ticket}.
 const resp::value* refusal(const response& resp)
 {
-    if (resp.size() != 1 || resp[0].data_type != resp::type::array || resp[0].elements.size() != 4) return nullptr;
+    if (resp.size() != 1 || resp[0].data_type != resp::type::array || resp[0].elements.size() < refusal_size)
+        return nullptr;
     if (resp[0].elements[0].as_integer() != 0) return nullptr;
     return &resp[0];
 }
@@ -68,6 +73,11 @@ std::optional<std::uint64_t> number(const resp::value& v)
 }
 
 }  // namespace
+
+std::string_view queue_lua() noexcept
+{
+    return queue_functions;
+}
 
 const script& acquire()
 {
@@ -179,13 +189,15 @@ vote classify_acquire(error_code ec, const response& resp)
     if (ec || resp.size() != 1 || resp[0].data_type != resp::type::array || resp[0].elements.empty())
         return vote::error;
     const auto& e = resp[0].elements;
-    if (e[0].as_integer() == 1 && e.size() == 3) return parse_fence(e[1].text) ? vote::yes : vote::error;
+    if (e[0].as_integer() == 1 && e.size() >= grant_size) return parse_fence(e[1].text) ? vote::yes : vote::error;
     return refusal(resp) ? vote::no : vote::error;
 }
 
 std::optional<std::uint64_t> granted_fence(const response& resp)
 {
-    if (resp.size() != 1 || resp[0].data_type != resp::type::array || resp[0].elements.size() != 3) return std::nullopt;
+    if (resp.size() != 1 || resp[0].data_type != resp::type::array || resp[0].elements.size() < grant_size ||
+        resp[0].elements[0].as_integer() != 1)
+        return std::nullopt;
     return parse_fence(resp[0].elements[1].text);
 }
 

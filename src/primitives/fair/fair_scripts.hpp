@@ -22,6 +22,10 @@
 
 namespace redlock::detail::fair_scripts {
 
+/// The queue's Lua functions (server_now, drop_dead, head, keep, join), for scripts of other fair primitives
+/// that keep the same queue.
+std::string_view queue_lua() noexcept;
+
 /// KEYS: lock key, queue, alive, ticket counter[, fence counter]. ARGV: token, ttl, waiter ttl, the waiter's
 /// ticket ("0": none yet), "1" to take a ticket when refused without one (one node: the counter is the order),
 /// fence step, release channel. Drops waiters whose heartbeat ended (or who have none); a waiter with a ticket

@@ -1,21 +1,17 @@
 // client::async_inspect: what a lock looks like on each node, read with plain GET and PTTL (no script, so a
 // read-only ACL user may call it).
 #include "primitives/common/client_impl.hpp"
+#include "primitives/common/read_nodes.hpp"
 #include "primitives/mutex/fencing.hpp"
 
 #include <redlock/client.hpp>
 #include <redlock/detail/access.hpp>
 #include <redlock/key_layout.hpp>
 
-#include <boost/asio/bind_executor.hpp>
-
 namespace redlock::detail {
 namespace {
 
 namespace asio = boost::asio;
-
-// The connect timeout bounds a node that is down; this bounds one that connected but does not answer.
-constexpr std::chrono::milliseconds read_deadline{2000};
 
 vote classify_read(error_code ec, const response& resp)
 {
@@ -63,32 +59,13 @@ asio::awaitable<std::tuple<error_code, lock_inspection>> inspect(std::shared_ptr
         if (diag) access::set_client_message(*diag, key.empty() ? "the key is empty" : "the client has no nodes");
         co_return std::tuple{make_error_code(error::invalid_argument), std::move(out)};
     }
-    struct read {
-        request req;
-        std::string key;
-    };
-    auto r = std::make_shared<read>();
-    r->req.push("GET", key);
-    r->req.push("PTTL", key);
-    r->req.push("GET", fence_counter_key(key));
-    r->req.set_timeout(read_deadline);
-    r->key = key;
-    // Connect first, so a node still connecting is read rather than reported down.
-    // Named (g++ 12 may destroy a temporary inside a co_await twice). The callback reaches the node through
-    // the client's state it keeps alive, never through a node&: the caller may be cancelled and the client
-    // destroyed before a node finishes connecting.
-    node_set::node_call read_node = [r, client](node&, fan_out_state& s, std::size_t i, node::completion done) {
-        auto ex = asio::get_associated_executor(done);  // the client's strand, where `s` lives
-        client->nodes().at(i).async_connect(
-            s.diags[i], asio::bind_executor(ex, [client, r, &s, i, done = std::move(done)](error_code ec) mutable {
-                if (ec) return std::move(done)(ec);
-                client->nodes().at(i).async_exec(r->req, s.replies[i], r->key, std::move(done));
-            }));
-    };
-    const auto deadline =
-        std::chrono::steady_clock::now() + nodes.longest_connect_timeout() + read_deadline + node_set::backstop_margin;
-    auto result =
-        co_await nodes.fan_out(std::move(read_node), classify_read, nodes.majority(), until::all_answered, deadline);
+    request read;
+    read.push("GET", key);
+    read.push("PTTL", key);
+    read.push("GET", fence_counter_key(key));
+    read.set_timeout(read_deadline);
+    auto req = std::make_shared<const request>(std::move(read));
+    auto result = co_await read_nodes(client, req, key, classify_read);
     if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted), std::move(out)};
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         out.nodes.push_back(

@@ -25,6 +25,39 @@ void lock_call::release_attempt(std::uint64_t n, const fan_out_state& attempt) c
         keys.front());
 }
 
+asio::awaitable<std::shared_ptr<fan_out_state>> fan_out_acquire(std::shared_ptr<const lock_call> call,
+                                                                std::shared_ptr<const request> acquire, until wait_for)
+{
+    auto& nodes = call->client->nodes();
+    const auto deadline = clock::now() + acquire->timeout() + node_set::backstop_margin;
+    auto result = co_await nodes.fan_out(acquire, call->keys.front(), call->classify, call->quorum, wait_for);
+    // Each pass waits for answers the new quorum still needs; answers only accumulate, so it ends.
+    while (call->quorum_from && !result->cancelled && !result->expired) {
+        const auto q = call->quorum_from(*call, *result);
+        if (q == result->tally.quorum()) break;
+        result->tally.set_quorum(q);
+        result = co_await node_set::outcome(std::move(result), wait_for, deadline);
+    }
+    co_return result;
+}
+
+namespace {
+asio::awaitable<attempt_result> same_request_attempt(std::shared_ptr<const lock_call> call,
+                                                     std::shared_ptr<const request> acquire, std::uint64_t n)
+{
+    const auto start = clock::now();
+    auto result = co_await fan_out_acquire(call, std::move(acquire));
+    co_return co_await conclude_attempt(std::move(call), std::move(result), start, n);
+}
+}  // namespace
+
+attempt_fn same_request_attempts(std::shared_ptr<const lock_call> call, std::shared_ptr<const request> acquire)
+{
+    return [call = std::move(call), acquire = std::move(acquire)](std::uint64_t n) {
+        return same_request_attempt(call, acquire, n);
+    };
+}
+
 std::string invalid_arguments(const client_impl& client, const std::vector<std::string>& keys, const lock_options& o,
                               const std::string& owner)
 {
@@ -82,7 +115,8 @@ lease_protocol mutex_protocol(const client_impl& client, const std::string& rout
     p.extended = lock_scripts::classify_extend;
     p.release = lock_scripts::release_request;
     p.released = lock_scripts::classify_release;
-    p.repair = [](const std::vector<std::string>& keys, const std::string& token, ms ttl, ms node_timeout) {
+    p.repair = [](const lease_protocol&, const std::vector<std::string>& keys, const std::string& token, ms ttl,
+                  ms node_timeout) {
         return lock_scripts::acquire_request(keys, token, ttl, node_timeout);  // no fencing step
     };
     p.needs_repair = lock_scripts::lost_key;
@@ -185,8 +219,10 @@ asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call
         co_return out;
     }
     lease_timing timing{o.ttl, o.drift_factor, o.watchdog, o.extend_interval, o.max_hold, o.node_timeout};
-    out.granted = std::make_shared<lease_state>(call->client, call->protocol, timing, call->keys, call->token, fence,
-                                                start, until);
+    auto protocol = call->protocol;
+    protocol.quorum = result->tally.quorum();  // the lease keeps the quorum it was granted with
+    out.granted = std::make_shared<lease_state>(call->client, std::move(protocol), timing, call->keys, call->token,
+                                                fence, start, until);
     out.granted->start();
     co_return out;
 }

@@ -31,7 +31,20 @@ struct lock_call {
     std::string owner;  ///< a reentrant lock's owner, or empty
     lock_scripts::fence_step fence_step = lock_scripts::fence_step::none;
     diagnostics* diag = nullptr;
-    lease_protocol protocol;  ///< what the granted lease extends and releases with
+    lease_protocol protocol;  ///< what the granted lease extends and releases with (its quorum: the grant's)
+    /// How a node's answer to the kind's acquire votes.
+    classify_fn classify = lock_scripts::classify_acquire;
+    /// The grants an attempt needs: the majority for a lock, the permit quorum of its limit for a semaphore.
+    std::size_t quorum = 0;
+    /// A quorum the answers decide (a semaphore's: from the limit each node reports, which a set_limit may have
+    /// changed since the call was made): the quorum the answers so far call for. Null: `quorum` stands.
+    std::size_t (*quorum_from)(const lock_call& call, const fan_out_state& answers) = nullptr;
+    /// A semaphore: the limit the caller names (a node without one takes it) and the permits this call asks for.
+    std::int64_t limit = 0;
+    std::int64_t permits = 1;
+    /// A fair call: the acquire of a waiter holding `ticket` (0: none yet; `take_ticket`: a single node hands one
+    /// out when it refuses).
+    request (*fair_acquire)(const lock_call& call, std::uint64_t ticket, bool take_ticket) = nullptr;
     /// How the kind's acquire answers read.
     std::optional<std::chrono::milliseconds> (*holder_ttl)(const response&) = lock_scripts::holder_ttl;
     std::optional<std::uint64_t> (*fence_of)(const response&) = lock_scripts::granted_fence;
@@ -46,6 +59,16 @@ struct lock_call {
     /// refused (a refusal is a definite answer: that node granted nothing). Nothing when every node refused.
     void release_attempt(std::uint64_t n, const fan_out_state& attempt) const;
 };
+
+/// Sends an attempt's acquire to every node and returns once the call's quorum rule decides it (`wait_for` as
+/// node_set::fan_out has it); with `quorum_from`, the rule is applied again as answers come in.
+boost::asio::awaitable<std::shared_ptr<fan_out_state>> fan_out_acquire(std::shared_ptr<const lock_call> call,
+                                                                       std::shared_ptr<const request> acquire,
+                                                                       until wait_for = until::decided);
+
+/// Attempts that each send the same acquire (the same id every time, so one that lands twice grants once) and
+/// conclude as every attempt does.
+attempt_fn same_request_attempts(std::shared_ptr<const lock_call> call, std::shared_ptr<const request> acquire);
 
 /// What is wrong with these arguments, or an empty string. Checked before any I/O.
 std::string invalid_arguments(const client_impl& client, const std::vector<std::string>& keys, const lock_options& o,

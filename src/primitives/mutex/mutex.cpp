@@ -54,8 +54,7 @@ asio::awaitable<std::shared_ptr<fan_out_state>> acquire_on_nodes(const plain_loc
     auto& nodes = call.client->nodes();
     const auto& key = call.keys.front();
     if (n == 1 && lock.set_acquire && call.client->plain_acquire_usable()) {
-        auto result =
-            co_await nodes.fan_out(lock.set_acquire, key, lock_scripts::classify_set_acquire, nodes.majority());
+        auto result = co_await nodes.fan_out(lock.set_acquire, key, lock_scripts::classify_set_acquire, call.quorum);
         bool rejected = false;
         for (std::size_t i = 0; i < result->replies.size(); ++i)  // only answered nodes: the others still write
             rejected = rejected || (result->answered(i) && lock_scripts::set_acquire_rejected(result->replies[i]));
@@ -63,7 +62,7 @@ asio::awaitable<std::shared_ptr<fan_out_state>> acquire_on_nodes(const plain_loc
         call.client->reject_plain_acquire();
         if (result->tally.decide() == quorum_tally::decision::reached) co_return result;
     }
-    co_return co_await nodes.fan_out(lock.script_acquire(), key, lock_scripts::classify_acquire, nodes.majority());
+    co_return co_await nodes.fan_out(lock.script_acquire(), key, lock_scripts::classify_acquire, call.quorum);
 }
 
 asio::awaitable<attempt_result> attempt(std::shared_ptr<const plain_lock> lock, std::uint64_t n)
@@ -115,6 +114,7 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
                                                      : lock_scripts::fence_step::read;
     call->diag = diag;
     call->protocol = mutex_protocol(*client, call->keys.front());
+    call->quorum = client->nodes().majority();
 
     // Named, not a temporary inside the co_await: g++ 12 destroys such temporaries twice (a shared_ptr
     // released twice showed it).

@@ -1,0 +1,32 @@
+#include "primitives/common/read_nodes.hpp"
+
+#include <boost/asio/bind_executor.hpp>
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+
+asio::awaitable<std::shared_ptr<fan_out_state>> read_nodes(std::shared_ptr<client_impl> client,
+                                                           std::shared_ptr<const request> req, std::string routing_key,
+                                                           classify_fn classify)
+{
+    auto& nodes = client->nodes();
+    // Named (g++ 12 may destroy a temporary inside a co_await twice). The callback reaches the node through the
+    // client's state it keeps alive, never through a node&: the caller may be cancelled and the client destroyed
+    // before a node finishes connecting.
+    node_set::node_call read_node = [req, key = std::move(routing_key), client](node&, fan_out_state& s, std::size_t i,
+                                                                                node::completion done) {
+        auto ex = asio::get_associated_executor(done);  // the client's strand, where `s` lives
+        client->nodes().at(i).async_connect(
+            s.diags[i],
+            asio::bind_executor(ex, [client, req, key, &s, i, done = std::move(done)](error_code ec) mutable {
+                if (ec) return std::move(done)(ec);
+                client->nodes().at(i).async_exec(*req, s.replies[i], key, std::move(done));
+            }));
+    };
+    const auto deadline =
+        std::chrono::steady_clock::now() + nodes.longest_connect_timeout() + read_deadline + node_set::backstop_margin;
+    co_return co_await nodes.fan_out(std::move(read_node), classify, nodes.majority(), until::all_answered, deadline);
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,192 @@
+// The counting semaphore: permits granted on a permit quorum of the client's N nodes (N = 1 is the same code),
+// plain or fair, through the lock kinds' call, attempts and lease machinery.
+#include "primitives/common/acquire_loop.hpp"
+#include "primitives/common/client_impl.hpp"
+#include "primitives/common/token.hpp"
+#include "primitives/common/validity.hpp"
+#include "primitives/fair/fair_lock.hpp"
+#include "primitives/mutex/lock_call.hpp"
+#include "primitives/semaphore/semaphore_scripts.hpp"
+
+#include <redlock/detail/access.hpp>
+#include <redlock/semaphore.hpp>
+
+#include <boost/asio/this_coro.hpp>
+
+namespace redlock {
+namespace detail {
+namespace {
+
+namespace asio = boost::asio;
+using ms = std::chrono::milliseconds;
+
+std::size_t quorum_of(std::size_t nodes, std::int64_t limit) noexcept
+{
+    return limit >= 1 ? permit_quorum(nodes, static_cast<std::size_t>(limit)) : 0;
+}
+
+// The quorum of the largest limit the nodes that answered report: a set_limit may have changed it since the call
+// was made, and a quorum smaller than the limits in force would admit more holders than any of them.
+std::size_t quorum_from_reports(const lock_call& call, const fan_out_state& answers)
+{
+    std::int64_t largest = 0;
+    for (std::size_t i = 0; i < answers.replies.size(); ++i) {
+        if (!answers.answered(i) || answers.votes[i] == vote::error) continue;
+        if (auto limit = semaphore_scripts::reported_limit(answers.replies[i])) largest = std::max(largest, *limit);
+    }
+    return quorum_of(answers.replies.size(), largest >= 1 ? largest : call.limit);
+}
+
+std::string invalid_semaphore_arguments(const client_impl& client, const std::string& name, std::int64_t limit,
+                                        std::int64_t permits, const semaphore_options& o)
+{
+    if (name.empty()) return "the semaphore's name is empty";
+    if (limit < 1 || limit > semaphore::max_limit)
+        return "the limit must be in [1, " + std::to_string(semaphore::max_limit) + "], not " + std::to_string(limit);
+    if (permits < 1 || permits > limit)
+        return "permits must be in [1, limit = " + std::to_string(limit) + "], not " + std::to_string(permits);
+    if (o.fencing) return "a semaphore issues no fencing token (its holders run side by side): leave fencing off";
+    return invalid_arguments(client, {name}, o, {});
+}
+
+request repair_permit(const lease_protocol& p, const std::vector<std::string>& keys, const std::string& id, ms ttl,
+                      ms node_timeout)
+{
+    return semaphore_scripts::acquire_request(keys.front(), id, p.units, ttl, p.limit, node_timeout);
+}
+
+lease_protocol semaphore_protocol(const std::string& name, std::int64_t units, std::int64_t limit, bool fair)
+{
+    lease_protocol p;
+    p.routing_key = name;
+    p.extend = semaphore_scripts::extend_request;
+    p.extended = semaphore_scripts::classify_extend;
+    p.release = fair ? semaphore_scripts::fair_release_and_leave : semaphore_scripts::release_request;
+    p.released = semaphore_scripts::classify_release;
+    // Where a node lost the permit (restarted empty), taking it back is safe: the node admits it only if it fits.
+    p.repair = repair_permit;
+    p.needs_repair = semaphore_scripts::not_held;
+    p.units = units;
+    p.limit = limit;
+    p.extend_batch = semaphore_scripts::extend_batch_request;
+    p.remaining = semaphore_scripts::extended_for;
+    return p;
+}
+
+request fair_semaphore_acquire(const lock_call& call, std::uint64_t ticket, bool take_ticket)
+{
+    const auto& o = call.options;
+    return semaphore_scripts::fair_acquire_request(call.keys.front(), call.token, call.permits, o.ttl, call.limit,
+                                                   o.waiter_ttl, ticket, take_ticket, o.node_timeout);
+}
+
+asio::awaitable<std::tuple<error_code, permit>> acquire(std::shared_ptr<client_impl> client, std::string name,
+                                                        std::int64_t limit, std::int64_t permits, semaphore_options o,
+                                                        bool one_attempt, diagnostics* diag)
+{
+    // As a lock call: every cancellation type, and no co_await throws on it (a cancelled attempt cleans up).
+    co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+    co_await asio::this_coro::throw_if_cancelled(false);
+    if (diag) diag->clear();
+    if (auto why = invalid_semaphore_arguments(*client, name, limit, permits, o); !why.empty()) {
+        if (diag) access::set_client_message(*diag, why);
+        co_return std::tuple{make_error_code(error::invalid_argument), permit{}};
+    }
+    if (o.node_timeout == ms(0)) o.node_timeout = default_node_timeout(o.ttl);
+
+    auto call = std::make_shared<lock_call>();
+    call->client = client;
+    call->keys = {std::move(name)};
+    call->token = random_token();
+    call->key_value = call->token;
+    call->options = o;
+    call->diag = diag;
+    call->limit = limit;
+    call->permits = permits;
+    call->quorum = quorum_of(client->nodes().size(), limit);
+    call->quorum_from = quorum_from_reports;
+    auto plan = make_plan(call->keys, o, one_attempt);
+    const bool waits = !one_attempt && o.wait > ms(0);
+    attempt_fn attempts;  // named, not a temporary inside the co_await (g++ 12)
+    if (o.fair) {
+        make_fair(*call, plan);  // the fair lock's ticket and queue, with the semaphore's scripts
+        call->fair_acquire = fair_semaphore_acquire;
+        call->clean_up = semaphore_scripts::fair_release_keeping_place;
+    } else {
+        call->clean_up = semaphore_scripts::release_request;
+    }
+    call->classify = semaphore_scripts::classify_acquire;
+    call->holder_ttl = semaphore_scripts::wait_hint;
+    call->protocol = semaphore_protocol(call->keys.front(), permits, limit, o.fair);
+    if (o.fair) {
+        attempts = fair_attempts(call, waits);
+    } else {
+        attempts =
+            same_request_attempts(call, std::make_shared<const request>(semaphore_scripts::acquire_request(
+                                            call->keys.front(), call->token, permits, o.ttl, limit, o.node_timeout)));
+    }
+    auto outcome = co_await acquire_loop(client, std::move(plan), std::move(attempts), diag);
+    auto& [ec, state] = outcome;
+    if (ec && o.fair && waits) leave_queue(*call);  // a try-acquire never joined
+    co_return std::tuple{ec, state ? access::make<permit>(access::make<lease>(std::move(state)), permits) : permit{}};
+}
+
+asio::awaitable<std::tuple<error_code>> set_limit(std::shared_ptr<client_impl> client, std::string name,
+                                                  std::int64_t limit, semaphore_options o, diagnostics* diag)
+{
+    if (diag) diag->clear();
+    auto& nodes = client->nodes();
+    if (auto why = invalid_semaphore_arguments(*client, name, limit, 1, o); !why.empty()) {
+        if (diag) access::set_client_message(*diag, why);
+        co_return std::tuple{make_error_code(error::invalid_argument)};
+    }
+    if (o.node_timeout == ms(0)) o.node_timeout = default_node_timeout(o.ttl);
+    auto change = std::make_shared<const request>(semaphore_scripts::set_limit_request(
+        name, limit, random_token() + ":limit", o.ttl + semaphore_scripts::key_margin, o.node_timeout));
+    auto result = co_await nodes.fan_out(change, name, answered, nodes.size(), until::all_answered);
+    if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted)};
+    if (diag) access::set_nodes(*diag, result->outcomes(nodes.names()));
+    if (result->tally.yes() == nodes.size()) co_return std::tuple{error_code{}};
+    if (diag)
+        access::set_client_message(*diag, "the limit was set on " + std::to_string(result->tally.yes()) + " of " +
+                                              std::to_string(nodes.size()) +
+                                              " nodes; the others keep theirs until a set_limit reaches them");
+    co_return std::tuple{make_error_code(error::no_quorum)};
+}
+
+}  // namespace
+
+void start_acquire(const std::shared_ptr<client_impl>& client, std::string name, std::int64_t limit,
+                   std::int64_t permits, semaphore_options options, bool one_attempt, diagnostics* diag,
+                   permit_handler handler)
+{
+    spawn_op<permit>(client->strand(), client->io_executor(),
+                     acquire(client, std::move(name), limit, permits, options, one_attempt, diag), std::move(handler));
+}
+
+void start_set_limit(const std::shared_ptr<client_impl>& client, std::string name, std::int64_t limit,
+                     semaphore_options options, diagnostics* diag,
+                     asio::any_completion_handler<void(error_code)> handler)
+{
+    spawn_op<>(client->strand(), client->io_executor(), set_limit(client, std::move(name), limit, options, diag),
+               std::move(handler));
+}
+
+}  // namespace detail
+
+semaphore::semaphore(const client& c, std::string name, std::int64_t limit, semaphore_options options)
+    : impl_(detail::access::impl(c)), name_(std::move(name)), limit_(limit), options_(options), nodes_(c.size())
+{}
+
+std::size_t semaphore::quorum() const noexcept
+{
+    return detail::quorum_of(nodes_, limit_);
+}
+
+std::size_t semaphore::failures_tolerated() const noexcept
+{
+    const auto q = quorum();
+    return q > 0 && nodes_ >= q ? nodes_ - q : 0;
+}
+
+}  // namespace redlock
