@@ -364,6 +364,9 @@ BOOST_AUTO_TEST_CASE(bad_input_fails_before_any_io)
         co_await check(redlock::mutex(nowhere, "k", {.ttl = std::chrono::hours(3'000'000)}), "at most 30 days");
         co_await check(redlock::mutex(nowhere, "k", {.ttl = redlock::lock_options::max_ttl + 1ms}), "at most");
         co_await check(redlock::mutex(nowhere, "k", {.ttl = 3ms, .watchdog = true}), "too short for the watchdog");
+        // A fair waiter's heartbeats could not keep its place: a waiter TTL of 3 node timeouts or less.
+        co_await check(redlock::mutex(nowhere, "k", {.node_timeout = 100ms, .fair = true, .waiter_ttl = 300ms}),
+                       "above 3 node timeouts");
     });
 }
 

@@ -75,6 +75,7 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
     for (std::uint64_t n = 1;; ++n) {
         attempt_result result;
         bool notified_before = false;  // messages could be relied on when the attempt was sent
+        clock::duration attempt_took{};
         {
             gate_pass gate(client->gates(), plan.gate_id);
             if (!gate.try_enter()) {
@@ -86,7 +87,9 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
             watcher.woken = false;  // this attempt sees every release that came before it
             std::fill(watcher.freed.begin(), watcher.freed.end(), false);
             ++summary.attempts;
+            const auto sent = clock::now();
             result = co_await attempt(n);
+            attempt_took = clock::now() - sent;
             if (!result.failure || result.refused) watcher.acting_on_release = false;  // it had its answer
         }  // the outcome is known: the client's next waiter may try
         if (!result.failure) co_return std::tuple{error_code{}, std::move(result.granted)};
@@ -119,23 +122,33 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
         if (result.refused)  // another owner: what this attempt got has been given back
             for (auto i : result.granted_on)
                 if (i < watcher.freed.size()) watcher.freed[i] = true;
-        if (watcher.woken || wakeups.quorum_freed(watcher)) {  // released while this attempt was on its way
+        if (watcher.woken) {  // released while this attempt was on its way
             ++summary.woken_by_release;
             continue;
         }
+        // A split vote undone: the contenders' clean-ups freed a quorum, and every contender learns it at the same
+        // moment. Retrying at once would split again in step; a random pause of up to two attempts breaks the tie.
+        const bool split = wakeups.quorum_freed(watcher);
         const bool notified = wakeups.reliable(plan.channels);
         summary.notified = summary.notified || notified;
         const auto left = until_deadline(plan.wait_until, clock::now());
-        auto pause = notified && result.holder_ttl
+        auto pause = split ? ms::max()
+                     : notified && result.holder_ttl
                          ? *result.holder_ttl + ms(1)  // a message comes first, unless the holder's key lapses
                          : retry_delay(plan.retry_delay, plan.retry_jitter, result.holder_ttl, left, unit_random());
         pause = std::min({std::max(pause, ms(0)), std::max(left, ms(0)), plan.max_pause});
         watcher.pausing = true;
-        watcher.timer.expires_after(pause);
+        if (split) {
+            using us = std::chrono::microseconds;
+            const auto jitter = std::chrono::duration_cast<us>(2 * attempt_took * unit_random());
+            watcher.timer.expires_after(std::min(jitter, std::chrono::duration_cast<us>(std::min(pause, ms(60'000)))));
+        } else {
+            watcher.timer.expires_after(pause);
+        }
         co_await watcher.timer.async_wait(asio::as_tuple(asio::use_awaitable));
         watcher.pausing = false;
         if (cancelled(co_await asio::this_coro::cancellation_state)) co_return aborted();
-        ++(watcher.woken ? summary.woken_by_release : summary.timed_retries);
+        ++(watcher.woken || split ? summary.woken_by_release : summary.timed_retries);
     }
 }
 

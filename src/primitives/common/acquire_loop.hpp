@@ -55,8 +55,9 @@ using attempt_fn = std::function<boost::asio::awaitable<attempt_result>(std::uin
 /// The waiter is registered for release messages before its first attempt; a refused waiter whose channels
 /// were not yet subscribed on enough nodes subscribes, waits for the confirmations and checks again (a release
 /// between its refusal and the subscription is seen by that check); a release that lands during an attempt
-/// makes the waiter retry at once, and so do releases and clean-ups that freed a quorum of nodes since the
-/// attempt began (counting those that granted it). Once the messages can be relied on, a refused waiter sleeps
+/// makes the waiter retry at once. Releases and clean-ups that freed a quorum of nodes since the attempt began
+/// (counting those that granted it: a split vote undone) make it retry after a random pause of up to two attempts'
+/// time, so that the contenders do not split again in step. Once the messages can be relied on, a refused waiter sleeps
 /// until one wakes it or the holder's TTL runs out, never on a fixed poll; otherwise it retries after
 /// retry_delay (jittered), never past the holder's TTL.
 boost::asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_loop(

@@ -43,6 +43,7 @@ void release_wakeups::watch(const std::vector<std::string>& channels, release_wa
         auto [it, fresh] = channels_.try_emplace(channel);
         if (fresh) {
             it->second.nodes.assign(nodes_.size(), node_state::none);
+            it->second.asked.assign(nodes_.size(), false);
             it->second.generation = ++generations_;
         }
         it->second.watchers.push_back(&w);
@@ -78,6 +79,7 @@ void release_wakeups::subscribe(const std::vector<std::string>& channels)
         for (std::size_t i = 0; i < state.nodes.size(); ++i) {
             if (state.nodes[i] != node_state::none) continue;
             state.nodes[i] = node_state::subscribing;
+            state.asked[i] = true;
             auto diag = std::make_shared<diagnostics>();
             auto done = asio::bind_executor(nodes_.strand(),
                                             [weak, channel, generation = state.generation, i, diag](error_code ec) {
@@ -244,10 +246,11 @@ void release_wakeups::sweep()
             ++it;
             continue;
         }
+        // Every node asked, not only those confirmed: one that timed out may have subscribed after all (and its
+        // connection would restore the channel after every reconnect).
         std::vector<std::size_t> subscribed;
         for (std::size_t i = 0; i < state.nodes.size(); ++i)
-            if (state.nodes[i] == node_state::confirmed || state.nodes[i] == node_state::subscribing)
-                subscribed.push_back(i);
+            if (state.asked[i] && state.nodes[i] != node_state::refused) subscribed.push_back(i);
         if (!subscribed.empty()) {
             nodes_.start(
                 {}, {},

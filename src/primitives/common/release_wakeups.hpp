@@ -85,8 +85,9 @@ private:
     struct channel_state {
         std::vector<release_watcher*> watchers;  // registration order: the longest waiting first
         std::vector<node_state> nodes;
-        std::uint64_t generation = 0;                        // tells a subscription's late answer from a newer one's
-        std::vector<std::string> recent;                     // the last releases seen, to drop the other nodes' copies
+        std::vector<bool> asked;          // per node: a SUBSCRIBE went out (a late confirmation may follow a timeout)
+        std::uint64_t generation = 0;     // tells a subscription's late answer from a newer one's
+        std::vector<std::string> recent;  // the last releases seen, to drop the other nodes' copies
         std::chrono::steady_clock::time_point idle_since{};  // when its last watcher left
     };
 

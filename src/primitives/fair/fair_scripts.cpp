@@ -33,7 +33,8 @@ end
 local function join(queue, alive, counter, token, ticket, now, wttl)
   if not redis.call('ZSCORE', queue, token) then redis.call('ZADD', queue, ticket, token) end
   local highest = redis.call('GET', counter)
-  if not highest or tonumber(highest) < tonumber(ticket) then redis.call('SET', counter, ticket) end
+  -- KEEPTTL: a waiter with a shorter waiter TTL must not cut the life a longer one gave the counter
+  if not highest or tonumber(highest) < tonumber(ticket) then redis.call('SET', counter, ticket, 'KEEPTTL') end
   redis.call('ZADD', alive, now + wttl, token)
   keep(queue, 2 * wttl)
   keep(alive, 2 * wttl)

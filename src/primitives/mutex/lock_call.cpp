@@ -85,6 +85,11 @@ std::string invalid_arguments(const client_impl& client, const std::vector<std::
     }
     if (o.fair && (o.waiter_ttl < ms(100) || o.waiter_ttl > std::chrono::hours(1)))
         return "waiter_ttl must be in [100 ms, 1 h]";
+    // A waiter heartbeats with each attempt: at most waiter_ttl / 3 apart, plus an attempt of up to two node
+    // timeouts (a ticket first, then the acquire with it). Below the waiter TTL, a live waiter never drops out.
+    if (o.fair && 3 * (o.node_timeout > ms(0) ? o.node_timeout : default_node_timeout(o.ttl)) >= o.waiter_ttl)
+        return "waiter_ttl must be above 3 node timeouts (heartbeats come waiter_ttl / 3 apart, after attempts of "
+               "up to two node timeouts)";
     return {};
 }
 
@@ -159,7 +164,9 @@ asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(const lock_ca
             reentered.add(*counter);
         }
     }
-    if (reentries >= nodes.majority()) co_return std::tuple{error_code{}, reentered.highest()};
+    // (A token of 0: the hold entered was taken without fencing; this one then gets a token of its own.)
+    if (reentries >= nodes.majority() && reentered.highest() > 0)
+        co_return std::tuple{error_code{}, reentered.highest()};
     if (nodes.size() == 1) {  // the acquire script incremented the counter: its value is the token
         if (highest.highest() == 0) co_return std::tuple{make_error_code(error::protocol_error), std::uint64_t{0}};
         co_return std::tuple{error_code{}, highest.highest()};

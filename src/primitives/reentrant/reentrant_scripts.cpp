@@ -25,6 +25,8 @@ std::optional<std::int64_t> grant_kind(error_code ec, const response& resp)
 
 }  // namespace
 
+// The holds set names its owner ('=' .. owner; hold ids are hex): a set that outlived its key (deleted by hand,
+// lost in a failover) must not let a stale hold extend or delete a key another owner took since.
 const script& acquire()
 {
     static const script s(R"lua(
@@ -42,7 +44,7 @@ else
   redis.call('DEL', KEYS[2])
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 end
-redis.call('SADD', KEYS[2], ARGV[3])
+redis.call('SADD', KEYS[2], '=' .. ARGV[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], redis.call('PTTL', KEYS[1]))
 if not KEYS[3] then return kind end
 if kind == 1 and ARGV[4] == 'increment' then redis.call('INCR', KEYS[3]) end
@@ -51,13 +53,16 @@ return {kind, redis.call('GET', KEYS[3]) or '0'}
     return s;
 }
 
-// A hold in the set counts only while the key exists: another owner's first hold empties the set, so the
-// key then is our owner's; a set that outlived its key (deleted by hand) holds nothing.
+// A hold counts only while the key exists and holds the set's owner: another owner's first hold empties the set,
+// and a set that outlived its key holds nothing.
 const script& extend()
 {
     static const script s(R"lua(
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then return -1 end
+local owner = redis.call('GET', KEYS[1])
+if not owner then return 0 end
+if redis.call('SISMEMBER', KEYS[2], '=' .. owner) == 0 or redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then
+  return -1
+end
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
@@ -70,13 +75,15 @@ return 1
 const script& release()
 {
     static const script s(R"lua(
-if redis.call('EXISTS', KEYS[1]) == 0 then
+local owner = redis.call('GET', KEYS[1])
+if not owner then
   redis.call('DEL', KEYS[2])
   return 0
 end
+if redis.call('SISMEMBER', KEYS[2], '=' .. owner) == 0 then return -1 end
 if redis.call('SREM', KEYS[2], ARGV[1]) == 0 then return -1 end
-if redis.call('SCARD', KEYS[2]) > 0 then return 2 end
-redis.call('DEL', KEYS[1])
+if redis.call('SCARD', KEYS[2]) > 1 then return 2 end
+redis.call('DEL', KEYS[1], KEYS[2])
 redis.pcall('PUBLISH', ARGV[3], ARGV[2])
 return 1
 )lua");
