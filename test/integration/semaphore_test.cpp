@@ -1,0 +1,405 @@
+// The counting semaphore on real nodes: at most `limit` permits, permits of several units, waiting by release
+// messages, release and extend that say what happened, expiry by the server's clock, keys that all expire,
+// set_limit, inspection, with_permit, the quorum rule and bad input.
+#include <redlock/redlock.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <common/lock_checks.hpp>
+#include <common/redis_node.hpp>
+#include <common/run_coro.hpp>
+#include <stdexcept>
+
+namespace asio = boost::asio;
+namespace data = boost::unit_test::data;
+using namespace std::chrono_literals;
+using redlock::error;
+using redlock::error_code;
+using redlock::test::cluster;
+using redlock::test::configs;
+using redlock::test::run_coro;
+using redlock::test::sleep_for;
+using steady = std::chrono::steady_clock;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+const std::string name = "workers";
+
+redlock::semaphore_options options(std::chrono::milliseconds wait = 0ms)
+{
+    redlock::semaphore_options o;
+    o.ttl = 10'000ms;
+    o.wait = wait;
+    o.node_timeout = 300ms;
+    o.retry_delay = 10'000ms;  // a waiter that retries on its timer shows in the time it takes
+    return o;
+}
+
+// Members of the permits' set on a node (units, expired ones not yet dropped included).
+long units_on(const redlock::test::redis_node& node)
+{
+    return std::stol(node.cli({"ZCARD", name}));
+}
+
+asio::awaitable<bool> until_units(const cluster& nodes, long units)
+{
+    const auto deadline = steady::now() + 3s;
+    for (;;) {
+        bool all = true;
+        for (std::size_t i = 0; i < nodes.size(); ++i) all = all && units_on(nodes[i]) == units;
+        if (all) co_return true;
+        if (steady::now() >= deadline) co_return false;
+        co_await sleep_for(5ms);
+    }
+}
+
+}  // namespace
+
+BOOST_DATA_TEST_CASE(at_most_limit_permits_are_granted_and_a_release_lets_the_next_in, data::make({1, 3}), n)
+{
+    cluster nodes(static_cast<std::size_t>(n));
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        redlock::semaphore s(c, name, 3, options());
+        auto [e1, two] = co_await s.async_acquire(2, use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e1, e1.message());
+        BOOST_TEST(two.count() == 2);
+        BOOST_TEST(two.name() == name);
+        BOOST_TEST(two.id().size() == 32u);
+        auto [e2, one] = co_await s.async_acquire(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e2, e2.message());
+        BOOST_TEST(one.id() != two.id());
+        BOOST_TEST(co_await until_units(nodes, 3));
+
+        redlock::diagnostics diag;
+        auto [e3, none] = co_await s.async_try_acquire(1, diag, use_tuple);
+        BOOST_TEST(e3 == error::not_acquired, e3.message() << ": " << diag.message());
+        BOOST_TEST(!none);
+        co_await one.async_release(asio::use_awaitable);
+        auto [e4, again] = co_await s.async_try_acquire(use_tuple);
+        BOOST_TEST(!e4, e4.message());
+        auto [e5, too_many] = co_await s.async_try_acquire(2, use_tuple);  // one free, two asked
+        BOOST_TEST(e5 == error::not_acquired);
+        co_await two.async_release(asio::use_awaitable);
+        co_await again.async_release(asio::use_awaitable);
+        BOOST_TEST(co_await until_units(nodes, 0));
+    });
+}
+
+// A waiter sleeps until a release message: with a 10 s retry delay and permits held for a minute, only the
+// message can wake it in time. A release of 3 permits wakes 3 waiters of one client.
+BOOST_AUTO_TEST_CASE(a_release_of_k_permits_wakes_k_waiters_by_message)
+{
+    cluster nodes(3);
+    asio::io_context ctx;
+    redlock::client holder_client(ctx.get_executor(), configs(nodes));
+    redlock::client waiters(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await holder_client.async_connect(asio::use_awaitable);
+        co_await waiters.async_connect(asio::use_awaitable);
+        auto o = options(30'000ms);
+        o.ttl = 60'000ms;
+        auto [e1, all] = co_await redlock::semaphore(holder_client, name, 3, o).async_acquire(3, use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e1, e1.message());
+        std::vector<redlock::diagnostics> diags(3);
+        std::vector<std::optional<error_code>> results(3);
+        std::vector<redlock::permit> got(3);
+        redlock::semaphore s(waiters, name, 3, o);
+        for (std::size_t i = 0; i < 3; ++i)
+            s.async_acquire(1, diags[i], [&, i](error_code e, redlock::permit p) {
+                results[i] = e;
+                got[i] = std::move(p);
+            });
+        while (std::any_of(diags.begin(), diags.end(), [](auto& d) { return d.waiting().attempts < 1; }))
+            co_await sleep_for(5ms);
+        co_await sleep_for(300ms);  // each refused, subscribed (and checked again): asleep now
+        const auto released = steady::now();
+        co_await all.async_release(asio::use_awaitable);
+        while (std::any_of(results.begin(), results.end(), [](auto& r) { return !r; })) co_await sleep_for(2ms);
+        BOOST_TEST_MESSAGE("3 waiters granted " << (steady::now() - released) / 1us << " us after the release");
+        for (std::size_t i = 0; i < 3; ++i) {
+            BOOST_TEST(!*results[i], results[i]->message() << ": " << diags[i].message());
+            BOOST_TEST(diags[i].waiting().timed_retries == 0u);  // woken by the message, never by a timer
+            BOOST_TEST(diags[i].waiting().woken_by_release >= 1u);
+            co_await got[i].async_release(use_tuple);
+        }
+    });
+}
+
+// "Released" only for a permit that was held: one whose units are gone on a quorum says not_owner, one past
+// its validity says lost.
+BOOST_AUTO_TEST_CASE(release_never_says_released_for_a_permit_that_was_not_held)
+{
+    cluster nodes(3);
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        redlock::semaphore s(c, name, 2, options());
+        auto [e1, p] = co_await s.async_acquire(2, use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e1, e1.message());
+        BOOST_REQUIRE(co_await until_units(nodes, 2));
+        for (std::size_t i = 0; i < 2; ++i) nodes[i].cli({"ZREM", name, p.id(), p.id() + ":2"});  // gone on a quorum
+        redlock::diagnostics diag;
+        auto [rel] = co_await p.async_release(diag, use_tuple);
+        BOOST_TEST(rel == error::not_owner, rel.message() << ": " << diag.message());
+
+        auto o = options();
+        o.ttl = 300ms;
+        o.node_timeout = 50ms;
+        auto [e2, brief] = co_await redlock::semaphore(c, name, 2, o).async_acquire(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e2, e2.message());
+        co_await sleep_for(600ms);
+        BOOST_TEST(brief.lost());
+        auto [rel2] = co_await brief.async_release(use_tuple);
+        BOOST_TEST(rel2 == error::lost, rel2.message());
+    });
+}
+
+// Expiry is the server's: a node whose clock runs an hour ahead scores the permit an hour ahead too, and the
+// extension reports what the node gives the permit by its own clock.
+BOOST_AUTO_TEST_CASE(expiry_and_extension_are_in_server_time)
+{
+    redlock::test::node_options shimmed;
+    shimmed.clock_shim = true;
+    cluster nodes(1, shimmed);
+    nodes[0].set_clock(3'600'000);
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        auto [ec, p] = co_await redlock::semaphore(c, name, 2, options()).async_acquire(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+        auto server_ms = [&] {
+            const auto t = nodes[0].cli({"TIME"});  // "seconds\nmicroseconds"
+            const auto nl = t.find('\n');
+            return std::stoll(t.substr(0, nl)) * 1000 + std::stoll(t.substr(nl + 1)) / 1000;
+        };
+        const auto left = std::stoll(nodes[0].cli({"ZSCORE", name, p.id()})) - server_ms();
+        BOOST_TEST((left > 9'000 && left <= 10'000), left << " ms left by the server's clock");
+        auto [e2, remaining] = co_await p.async_extend(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e2, e2.message());
+        BOOST_TEST(remaining.count() == 10'000);
+        co_await p.async_release(asio::use_awaitable);
+    });
+}
+
+// Every key a semaphore writes has a TTL: a holder and a fair waiter that vanish (their process stops) leave
+// nothing behind once the permit's TTL, the waiter's TTLs and the margin have passed.
+BOOST_AUTO_TEST_CASE(an_abandoned_semaphore_leaves_no_key_behind)
+{
+    cluster nodes(1);
+    {
+        asio::io_context ctx;
+        redlock::client c(ctx.get_executor(), configs(nodes));
+        run_coro(ctx, [&]() -> asio::awaitable<void> {
+            auto o = options(30'000ms);
+            o.ttl = 800ms;
+            o.fair = true;
+            o.waiter_ttl = 1000ms;
+            redlock::semaphore s(c, name, 1, o);
+            auto [ec, held] = co_await s.async_acquire(use_tuple);
+            BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+            s.async_acquire([](error_code, redlock::permit) {});  // a waiter, queued behind
+            while (nodes[0].cli({"ZCARD", "{workers}:queue"}) != "1") co_await sleep_for(5ms);
+            for (const auto& key : {name, std::string("{workers}:limit"), std::string("{workers}:queue"),
+                                    std::string("{workers}:alive"), std::string("{workers}:ticket")})
+                BOOST_TEST(std::stol(nodes[0].cli({"PTTL", key})) > 0, key << " has no TTL");
+            ctx.stop();  // the process "dies": no release, no leave, no heartbeat
+        });
+    }
+    const auto deadline = steady::now() + 6s;
+    while (!nodes[0].cli({"KEYS", "*"}).empty() && steady::now() < deadline) std::this_thread::sleep_for(50ms);
+    BOOST_TEST(nodes[0].cli({"KEYS", "*"}).empty());
+}
+
+// A larger limit wakes the waiters at once; a smaller one revokes nothing: the holders keep (and extend) their
+// permits, and new ones wait until the holders fit under it.
+BOOST_AUTO_TEST_CASE(set_limit_up_wakes_waiters_and_down_revokes_nothing)
+{
+    cluster nodes(3);
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    redlock::client admin(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        co_await admin.async_connect(asio::use_awaitable);
+        redlock::semaphore s(c, name, 1, options(30'000ms));
+        auto [e1, first] = co_await s.async_acquire(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e1, e1.message());
+        redlock::diagnostics diag;
+        std::optional<error_code> waited;
+        redlock::permit second;
+        s.async_acquire(1, diag, [&](error_code e, redlock::permit p) {
+            waited = e;
+            second = std::move(p);
+        });
+        while (diag.waiting().attempts < 1) co_await sleep_for(5ms);
+        co_await sleep_for(300ms);  // asleep
+        co_await redlock::semaphore(admin, name, 1).async_set_limit(2, asio::use_awaitable);
+        while (!waited) co_await sleep_for(2ms);
+        BOOST_TEST(!*waited, waited->message());
+        BOOST_TEST(diag.waiting().timed_retries == 0u);
+
+        co_await redlock::semaphore(admin, name, 1).async_set_limit(1, asio::use_awaitable);
+        auto [x1, r1] = co_await first.async_extend(use_tuple);
+        auto [x2, r2] = co_await second.async_extend(use_tuple);
+        BOOST_TEST(!x1, x1.message());  // both still held: nothing revoked
+        BOOST_TEST(!x2, x2.message());
+        auto [e3, third] = co_await s.async_try_acquire(use_tuple);
+        BOOST_TEST(e3 == error::not_acquired);
+        co_await first.async_release(asio::use_awaitable);
+        auto [e4, fourth] = co_await s.async_try_acquire(use_tuple);  // one held, limit 1: still full
+        BOOST_TEST(e4 == error::not_acquired);
+        co_await second.async_release(asio::use_awaitable);
+        auto [e5, fifth] = co_await s.async_try_acquire(use_tuple);
+        BOOST_TEST(!e5, e5.message());
+        co_await fifth.async_release(asio::use_awaitable);
+    });
+}
+
+// The nodes keep the limit, and the quorum follows the limit they report: a caller that says 1 (Q = 2 of 3)
+// on nodes set to 3 (Q = 3) must not be granted with one node down.
+BOOST_AUTO_TEST_CASE(the_quorum_follows_the_limit_the_nodes_report)
+{
+    cluster nodes(3);
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        co_await redlock::semaphore(c, name, 1).async_set_limit(3, asio::use_awaitable);
+        for (std::size_t i = 0; i < 3; ++i) BOOST_TEST(nodes[i].cli({"GET", "{workers}:limit"}) == "3");
+        redlock::semaphore s(c, name, 1, options());
+        BOOST_TEST(s.quorum() == 2u);
+        auto [e1, p1] = co_await s.async_acquire(use_tuple);  // all up: granted by 3 (the quorum of limit 3)
+        BOOST_REQUIRE_MESSAGE(!e1, e1.message());
+        auto [e2, p2] = co_await s.async_acquire(use_tuple);  // the nodes' limit, not the caller's 1
+        BOOST_TEST(!e2, e2.message());
+        nodes[2].kill();
+        redlock::diagnostics diag;
+        auto [e3, p3] = co_await s.async_acquire(1, diag, use_tuple);
+        BOOST_TEST(e3 == error::no_quorum, e3.message() << ": " << diag.message());
+        co_await p1.async_release(use_tuple);
+        co_await p2.async_release(use_tuple);
+    });
+}
+
+// With limit >= N - 1 the quorum is N: one node down and nothing is granted (the API says so up front).
+BOOST_AUTO_TEST_CASE(with_limit_at_least_n_minus_1_no_node_may_fail)
+{
+    cluster nodes(3);
+    nodes[2].kill();
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        redlock::semaphore two(c, name, 2, options());
+        BOOST_TEST(two.quorum() == 3u);
+        BOOST_TEST(two.failures_tolerated() == 0u);
+        auto [e1, p1] = co_await two.async_acquire(use_tuple);
+        BOOST_TEST(e1 == error::no_quorum, e1.message());
+        redlock::semaphore one(c, "single", 1, options());
+        BOOST_TEST(one.failures_tolerated() == 1u);
+        auto [e2, p2] = co_await one.async_acquire(use_tuple);
+        BOOST_TEST(!e2, e2.message());
+        co_await p2.async_release(use_tuple);
+    });
+}
+
+BOOST_AUTO_TEST_CASE(inspect_shows_holders_limits_and_available_permits)
+{
+    cluster nodes(3);
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        redlock::semaphore s(c, name, 4, options());
+        auto [e1, two] = co_await s.async_acquire(2, use_tuple);
+        auto [e2, one] = co_await s.async_acquire(use_tuple);
+        BOOST_REQUIRE(!e1);
+        BOOST_REQUIRE(!e2);
+        BOOST_REQUIRE(co_await until_units(nodes, 3));
+        auto [ec, seen] = co_await s.async_inspect(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+        BOOST_TEST(seen.limit == 4);
+        BOOST_TEST(seen.quorum == 3u);  // floor(3 * 4 / 5) + 1
+        BOOST_TEST(seen.failures_tolerated() == 0u);
+        for (const auto& v : seen.nodes) {
+            BOOST_TEST(v.limit.value_or(-1) == 4);
+            BOOST_TEST(v.held() == 3);
+            BOOST_TEST(v.available().value_or(-1) == 1);
+        }
+        const auto holders = seen.holders();
+        BOOST_REQUIRE(holders.size() == 2u);
+        for (const auto& h : holders) {
+            BOOST_TEST(h.count == (h.id == two.id() ? 2 : 1));
+            BOOST_TEST((h.ttl > 9s && h.ttl <= 10s));
+        }
+        co_await two.async_release(asio::use_awaitable);
+        co_await one.async_release(asio::use_awaitable);
+    });
+}
+
+BOOST_AUTO_TEST_CASE(with_permit_holds_while_the_body_runs_and_gives_back_on_every_exit)
+{
+    cluster nodes(1);
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        redlock::semaphore s(c, name, 2, options());
+        auto body = [&](const redlock::permit& p) -> asio::awaitable<int> {
+            BOOST_TEST(p.count() == 2);
+            BOOST_TEST(units_on(nodes[0]) == 2);
+            co_return 7;
+        };
+        BOOST_TEST(co_await redlock::with_permit(s, 2, body) == 7);
+        BOOST_TEST(units_on(nodes[0]) == 0);
+        auto failing = []() -> asio::awaitable<void> {
+            throw std::runtime_error("the job failed");
+            co_return;
+        };
+        bool thrown = false;
+        try {
+            co_await redlock::with_permit(s, failing);
+        } catch (const std::runtime_error&) {
+            thrown = true;
+        }
+        BOOST_TEST(thrown);
+        BOOST_TEST(units_on(nodes[0]) == 0);
+    });
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_fails_before_any_io)
+{
+    asio::io_context ctx;
+    redlock::client nowhere(ctx.get_executor(), {redlock::parse_url("redis://127.0.0.1:1")});
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        auto check = [&](redlock::semaphore s, std::int64_t permits,
+                         std::string_view expected) -> asio::awaitable<void> {
+            redlock::diagnostics diag;
+            const auto start = steady::now();
+            auto [ec, p] = co_await s.async_acquire(permits, diag, use_tuple);
+            BOOST_TEST(ec == error::invalid_argument);
+            BOOST_TEST(diag.client_message().find(expected) != std::string_view::npos, diag.client_message());
+            BOOST_TEST((steady::now() - start < 50ms));
+        };
+        co_await check(redlock::semaphore(nowhere, "s", 0), 1, "limit");
+        co_await check(redlock::semaphore(nowhere, "s", -3), 1, "limit");
+        co_await check(redlock::semaphore(nowhere, "s", redlock::semaphore::max_limit + 1), 1, "limit");
+        co_await check(redlock::semaphore(nowhere, "s", 2), 0, "permits");
+        co_await check(redlock::semaphore(nowhere, "s", 2), -1, "permits");
+        co_await check(redlock::semaphore(nowhere, "s", 2), 3, "permits");
+        co_await check(redlock::semaphore(nowhere, "", 2), 1, "name");
+        co_await check(redlock::semaphore(nowhere, "s", 2, {.fencing = true}), 1, "fencing");
+        co_await check(redlock::semaphore(nowhere, "s", 2, {.ttl = 0ms}), 1, "ttl");
+        redlock::diagnostics diag;
+        auto [ec] = co_await redlock::semaphore(nowhere, "s", 2).async_set_limit(0, diag, use_tuple);
+        BOOST_TEST(ec == error::invalid_argument, diag.client_message());
+    });
+}
