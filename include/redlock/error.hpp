@@ -27,6 +27,7 @@ enum class error {
     not_owner,             ///< extend or release of a lock that is not (or no longer) ours
     lost,                  ///< the lease expired or could not be extended in time
     stale_token,           ///< a fenced write carried a fencing token below one the resource already accepted
+    load_failed,           ///< a cache loader threw something other than a system_error (its text: diagnostics)
 };
 
 /// Classes of errors, for `ec == redlock::condition::timeout` style tests.

@@ -1,6 +1,8 @@
 // Everything public in one include.
 #pragma once
 
+#include <redlock/bloom_filter.hpp>
+#include <redlock/cache_guard.hpp>
 #include <redlock/client.hpp>
 #include <redlock/connection.hpp>
 #include <redlock/diagnostics.hpp>

@@ -45,6 +45,8 @@ public:
                 return "the lease was lost";
             case error::stale_token:
                 return "a newer fencing token has already written to the resource";
+            case error::load_failed:
+                return "the cache loader failed";
         }
         return "redlock error " + std::to_string(ev);
     }

@@ -1,0 +1,50 @@
+#include "recipes/cache/cache_store.hpp"
+
+#include "primitives/mutex/fence_lua.hpp"
+#include "recipes/cache/cache_entry.hpp"
+
+#include <redlock/script.hpp>
+
+namespace redlock::detail {
+
+namespace {
+
+// KEYS[1]: the value's key. ARGV[1]: the writer's fencing token, ARGV[2]: the entry, ARGV[3]: its TTL (ms).
+const script& store_script()
+{
+    static const script s(std::string(fence_lua_functions) + "local pattern = '" +
+                          std::string(entry_token_lua_pattern) + "'\n" + R"lua(
+local current = redis.call('GET', KEYS[1])
+if current then
+  local newer = string.match(current, pattern)
+  if newer and less(ARGV[1], newer) then return {0, current} end
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return {1}
+)lua");
+    return s;
+}
+
+}  // namespace
+
+request store_request(const std::string& key, std::uint64_t token, const std::string& entry,
+                      std::chrono::milliseconds ttl)
+{
+    request req;
+    req.push_script(store_script(), std::vector<std::string>{key},
+                    std::vector<std::string>{std::to_string(token), entry, std::to_string(ttl.count())});
+    return req;
+}
+
+error_code read_store_reply(const resp::value& reply, store_reply& out)
+{
+    if (reply.is_error()) return make_error_code(error::server_error);
+    if (reply.data_type != resp::type::array || reply.elements.empty()) return make_error_code(error::protocol_error);
+    const auto written = reply.elements[0].as_integer();
+    if (!written || (*written == 0 && reply.elements.size() != 2)) return make_error_code(error::protocol_error);
+    out.written = *written == 1;
+    if (!out.written) out.newer = reply.elements[1].text;
+    return {};
+}
+
+}  // namespace redlock::detail
