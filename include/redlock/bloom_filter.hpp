@@ -13,9 +13,9 @@
 #include <boost/asio/post.hpp>
 
 #include <cstdint>
-#include <type_traits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace redlock {
@@ -46,7 +46,10 @@ struct bloom_op {
         if (!started) {
             started = true;
             if (!io) return boost::asio::post(std::move(self));
-            return store->async_exec(io->req, io->resp, io->routing_key, std::move(self));
+            // Named first: the handler is built from `self` (moving `store` and `io`) before the call runs.
+            node& n = *store;
+            bloom_exchange& x = *io;
+            return n.async_exec(x.req, x.resp, x.routing_key, std::move(self));
         }
         Result result{};
         if (!io) return self.complete(make_error_code(error::invalid_argument), std::move(result));
@@ -114,8 +117,8 @@ private:
     auto start(const std::vector<std::string>& items, bool add, Token&& token) const
     {
         return boost::asio::async_compose<Token, void(error_code, Result)>(
-            detail::bloom_op<Result>{store_, store_ ? detail::bloom_request(name_, bits_, hashes_, items, add) : nullptr,
-                                     items.size()},
+            detail::bloom_op<Result>{
+                store_, store_ ? detail::bloom_request(name_, bits_, hashes_, items, add) : nullptr, items.size()},
             token);
     }
 

@@ -84,8 +84,7 @@ public:
     /// No I/O. `known_keys` (optional): a Bloom filter of every key that exists; a miss on a key it does not
     /// contain completes with nullopt without taking a lock or running the loader (fill it as you create items).
     cache_guard(const client& locks, std::shared_ptr<node> store, cache_options defaults = {});
-    cache_guard(const client& locks, std::shared_ptr<node> store, bloom_filter known_keys,
-                cache_options defaults = {});
+    cache_guard(const client& locks, std::shared_ptr<node> store, bloom_filter known_keys, cache_options defaults = {});
 
     const cache_options& options() const noexcept { return options_; }
 
@@ -108,21 +107,21 @@ public:
     /// caller leaves at once (a read in progress completes first, bounded by the store's request timeout); the
     /// load goes on for the other waiters, and is cancelled (its lock released) when its last waiter leaves.
     /// Lifetime: key, loader and options are copied; `diag` must outlive the operation.
-    template <boost::asio::completion_token_for<void(error_code, std::optional<std::string>)> Token =
-                  boost::asio::deferred_t>
+    template <
+        boost::asio::completion_token_for<void(error_code, std::optional<std::string>)> Token = boost::asio::deferred_t>
     auto async_get_or_load(std::string key, cache_loader loader, const cache_options& options, diagnostics& diag,
                            Token&& token = {})
     {
         return initiate(std::move(key), std::move(loader), options, &diag, std::forward<Token>(token));
     }
-    template <boost::asio::completion_token_for<void(error_code, std::optional<std::string>)> Token =
-                  boost::asio::deferred_t>
+    template <
+        boost::asio::completion_token_for<void(error_code, std::optional<std::string>)> Token = boost::asio::deferred_t>
     auto async_get_or_load(std::string key, cache_loader loader, const cache_options& options, Token&& token = {})
     {
         return initiate(std::move(key), std::move(loader), options, nullptr, std::forward<Token>(token));
     }
-    template <boost::asio::completion_token_for<void(error_code, std::optional<std::string>)> Token =
-                  boost::asio::deferred_t>
+    template <
+        boost::asio::completion_token_for<void(error_code, std::optional<std::string>)> Token = boost::asio::deferred_t>
     auto async_get_or_load(std::string key, cache_loader loader, Token&& token = {})
     {
         return initiate(std::move(key), std::move(loader), options_, nullptr, std::forward<Token>(token));
@@ -145,8 +144,7 @@ public:
 
 private:
     template <class Token>
-    auto initiate(std::string key, cache_loader loader, const cache_options& options, diagnostics* diag,
-                  Token&& token)
+    auto initiate(std::string key, cache_loader loader, const cache_options& options, diagnostics* diag, Token&& token)
     {
         return boost::asio::async_initiate<Token, void(error_code, std::optional<std::string>)>(
             [impl = impl_, options, diag](auto handler, std::string k, cache_loader l) {
@@ -179,7 +177,12 @@ struct decode_op {
     template <class Self>
     void operator()(Self& self)
     {
-        start_get_or_load(impl, std::move(key), std::move(loader), options, nullptr, std::move(self));
+        // Taken out first: the handler is built from `self` (moving these members) before the call runs.
+        auto guard = std::move(impl);
+        auto k = std::move(key);
+        auto l = std::move(loader);
+        const auto o = options;
+        start_get_or_load(guard, std::move(k), std::move(l), o, nullptr, std::move(self));
     }
     template <class Self>
     void operator()(Self& self, error_code ec, std::optional<std::string> bytes)

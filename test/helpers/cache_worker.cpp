@@ -37,7 +37,9 @@ struct worker {
            const redlock::node_config& count)
         : locks(ex, std::move(lock_nodes)),
           guard(locks, redlock::make_connection_node(ex, store),
-                redlock::cache_options{.ttl = ms(60'000), .ttl_jitter = 0.1, .load_timeout = ms(20'000),
+                redlock::cache_options{.ttl = ms(60'000),
+                                       .ttl_jitter = 0.1,
+                                       .load_timeout = ms(20'000),
                                        .lock = {.ttl = ms(5000), .wait = ms(30'000)}}),
           counter(ex, count)
     {}
@@ -136,11 +138,10 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "cache_worker: %s\n", e.what());
         return 1;
     }
-    const auto elapsed =
-        std::chrono::duration_cast<ms>(std::chrono::steady_clock::now() - started).count();
+    const auto elapsed = std::chrono::duration_cast<ms>(std::chrono::steady_clock::now() - started).count();
     std::printf("calls=%d values=%d errors=%d loads_here=%d elapsed_ms=%lld%s%s\n", w->calls, w->values, w->errors,
-                w->loads_here, static_cast<long long>(elapsed), w->first_error.empty() ? "" : " first_error=",
-                w->first_error.c_str());
+                w->loads_here, static_cast<long long>(elapsed),
+                w->first_error.empty() ? "" : " first_error=", w->first_error.c_str());
     std::fflush(stdout);
     return w->errors == 0 && w->values == w->calls ? 0 : 1;
 }

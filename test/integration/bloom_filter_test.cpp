@@ -62,9 +62,8 @@ BOOST_AUTO_TEST_CASE(false_positive_rate_at_capacity_is_within_1_1_times_the_con
                 false_positives += static_cast<std::size_t>(std::count(present.begin(), present.end(), true));
             }
             const double rate = static_cast<double>(false_positives) / probes;
-            BOOST_TEST_MESSAGE("false-positive rate at capacity: " << rate << " (configured 0.01, m = "
-                                                                    << filter.bits() << ", k = " << filter.hashes()
-                                                                    << ")");
+            BOOST_TEST_MESSAGE("false-positive rate at capacity: " << rate << " (configured 0.01, m = " << filter.bits()
+                                                                   << ", k = " << filter.hashes() << ")");
             BOOST_TEST(rate <= 0.011);
             BOOST_TEST(std::stoul(node.cli({"STRLEN", "users:bloom"})) <= (filter.bits() + 7) / 8);
         },
@@ -106,6 +105,7 @@ BOOST_AUTO_TEST_CASE(an_empty_filter_contains_nothing_and_bad_arguments_fail_bef
         auto present = co_await empty.async_contains(items, asio::use_awaitable);
         BOOST_TEST(present == (std::vector<bool>{false, false}));
         BOOST_TEST(node.cli({"EXISTS", redlock::aux_name("nothing", "bloom")}) == "0");  // a read creates nothing
+        const auto scripts = node.command_stat("evalsha");
         for (auto bad : {redlock::bloom_filter(store, "", 100, 0.01), redlock::bloom_filter(store, "b", 0, 0.01),
                          redlock::bloom_filter(store, "b", 100, 1.0), redlock::bloom_filter(nullptr, "b", 100, 0.01)}) {
             auto [ec, n] = co_await bad.async_add(items, use_tuple);
@@ -114,6 +114,6 @@ BOOST_AUTO_TEST_CASE(an_empty_filter_contains_nothing_and_bad_arguments_fail_bef
         std::vector<std::string> none;
         auto [ec, n] = co_await empty.async_add(none, use_tuple);
         BOOST_TEST(ec == error::invalid_argument);
-        BOOST_TEST(node.command_stat("evalsha") == 0);
+        BOOST_TEST(node.command_stat("evalsha") == scripts);
     });
 }

@@ -132,7 +132,10 @@ asio::awaitable<bool> soon(std::function<bool()> pred, ms limit = 3000ms)
     co_return true;
 }
 
-const redlock::cache_options quick{.ttl = 30'000ms, .null_ttl = 400ms, .ttl_jitter = 0, .load_timeout = 5000ms,
+const redlock::cache_options quick{.ttl = 30'000ms,
+                                   .null_ttl = 400ms,
+                                   .ttl_jitter = 0,
+                                   .load_timeout = 5000ms,
                                    .lock = {.ttl = 2000ms, .wait = 5000ms}};
 
 }  // namespace
@@ -177,7 +180,8 @@ BOOST_AUTO_TEST_CASE(concurrent_misses_in_one_process_share_one_load)
         guard.async_get_or_load("shared", loader_of(i == 0 ? log : other, "v"), recorder(calls.back()));
     }
     run_coro(rig.ctx, [&]() -> asio::awaitable<void> {
-        BOOST_TEST(co_await soon([&] { return std::all_of(calls.begin(), calls.end(), [](auto& c) { return c->done; }); }));
+        BOOST_TEST(
+            co_await soon([&] { return std::all_of(calls.begin(), calls.end(), [](auto& c) { return c->done; }); }));
         for (auto& c : calls) {
             BOOST_TEST(!c->ec);
             BOOST_TEST(c->value.value_or("(none)") == "v");
@@ -224,8 +228,10 @@ BOOST_AUTO_TEST_CASE(the_load_is_cancelled_when_its_last_waiter_leaves_and_its_l
     asio::cancellation_signal cancel_a, cancel_b;
     auto a = std::make_shared<call_result>();
     auto b = std::make_shared<call_result>();
-    guard.async_get_or_load("k", loader_of(log, "slow", 3000ms), asio::bind_cancellation_slot(cancel_a.slot(), recorder(a)));
-    guard.async_get_or_load("k", loader_of(log, "slow", 3000ms), asio::bind_cancellation_slot(cancel_b.slot(), recorder(b)));
+    guard.async_get_or_load("k", loader_of(log, "slow", 3000ms),
+                            asio::bind_cancellation_slot(cancel_a.slot(), recorder(a)));
+    guard.async_get_or_load("k", loader_of(log, "slow", 3000ms),
+                            asio::bind_cancellation_slot(cancel_b.slot(), recorder(b)));
     run_coro(rig.ctx, [&]() -> asio::awaitable<void> {
         BOOST_TEST(co_await soon([&] { return log->runs == 1; }));
         cancel_a.emit(asio::cancellation_type::terminal);
@@ -259,7 +265,8 @@ BOOST_AUTO_TEST_CASE(a_loader_error_reaches_every_waiter_and_is_not_cached)
         guard.async_get_or_load("broken", failing, recorder(calls.back()));
     }
     run_coro(rig.ctx, [&]() -> asio::awaitable<void> {
-        BOOST_TEST(co_await soon([&] { return std::all_of(calls.begin(), calls.end(), [](auto& c) { return c->done; }); }));
+        BOOST_TEST(
+            co_await soon([&] { return std::all_of(calls.begin(), calls.end(), [](auto& c) { return c->done; }); }));
         for (auto& c : calls) {
             BOOST_TEST(c->ec == failure);
             BOOST_TEST(!c->value);
@@ -292,8 +299,8 @@ BOOST_AUTO_TEST_CASE(a_hung_loader_is_bounded_by_its_deadline_and_no_waiter_hang
     }
     run_coro(rig.ctx, [&]() -> asio::awaitable<void> {
         // Well before the loader would return (20 s), every waiter has its answer.
-        BOOST_TEST(co_await soon([&] { return std::all_of(calls.begin(), calls.end(), [](auto& c) { return c->done; }); },
-                                 5000ms));
+        BOOST_TEST(co_await soon(
+            [&] { return std::all_of(calls.begin(), calls.end(), [](auto& c) { return c->done; }); }, 5000ms));
         for (auto& c : calls) BOOST_TEST(c->ec == error::timeout);
         BOOST_TEST(log->finished == 0);
         // The lock was released: the next miss loads at once.
@@ -416,8 +423,8 @@ BOOST_AUTO_TEST_CASE(jittered_ttls_spread_over_the_store_without_clustering)
         guard.async_get_or_load("item:" + std::to_string(i), loader_of(log, "x"), recorder(calls.back()));
     }
     run_coro(rig.ctx, [&]() -> asio::awaitable<void> {
-        BOOST_TEST(co_await soon([&] { return std::all_of(calls.begin(), calls.end(), [](auto& c) { return c->done; }); },
-                                 60'000ms));
+        BOOST_TEST(co_await soon(
+            [&] { return std::all_of(calls.begin(), calls.end(), [](auto& c) { return c->done; }); }, 60'000ms));
         redlock::request req;
         for (int i = 0; i < keys; ++i) req.push("PTTL", "item:" + std::to_string(i));
         redlock::response resp;
@@ -463,7 +470,8 @@ BOOST_AUTO_TEST_CASE(during_a_slow_refresh_stale_values_are_served_and_the_loade
             }
             co_await sleep_for(30ms);
         }
-        BOOST_TEST(co_await soon([&] { return std::all_of(reads.begin(), reads.end(), [](auto& r) { return r->done; }); }));
+        BOOST_TEST(
+            co_await soon([&] { return std::all_of(reads.begin(), reads.end(), [](auto& r) { return r->done; }); }));
         for (auto& r : reads) {
             BOOST_TEST(!r->ec);
             BOOST_TEST(r->value.value_or("(none)") == "v1");
@@ -502,8 +510,7 @@ BOOST_AUTO_TEST_CASE(typed_values_go_through_a_codec)
         BOOST_TEST(p->y == 4);
         BOOST_TEST(rig.store_node().cli({"GET", "pt"}).ends_with("\n3,4"));
         rig.store_node().cli({"SET", "pt", "rlc1 v 99 9999999999999 9999999999999 1\nnot a point"});
-        auto [ec, bad] =
-            co_await guard.async_get_or_load_as<point_codec>("pt", load_point, quick, use_tuple);
+        auto [ec, bad] = co_await guard.async_get_or_load_as<point_codec>("pt", load_point, quick, use_tuple);
         BOOST_TEST(ec == error::protocol_error);
     });
 }

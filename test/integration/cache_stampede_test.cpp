@@ -65,10 +65,10 @@ BOOST_AUTO_TEST_CASE(a_thousand_concurrent_cold_key_calls_from_four_processes_ru
                               .count();
     std::vector<std::unique_ptr<cache_worker>> workers;
     for (int i = 0; i < 4; ++i)
-        workers.push_back(std::make_unique<cache_worker>(
-            dir, i,
-            std::vector<std::string>{lock_urls, store.url(), count.url(), "product:7", "250", "300",
-                                     std::to_string(start_at)}));
+        workers.push_back(
+            std::make_unique<cache_worker>(dir, i,
+                                           std::vector<std::string>{lock_urls, store.url(), count.url(), "product:7",
+                                                                    "250", "300", std::to_string(start_at)}));
     long values = 0, loads_here = 0;
     for (auto& w : workers) {
         const int status = w->wait(60s);

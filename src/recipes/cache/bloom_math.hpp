@@ -11,8 +11,8 @@
 namespace redlock::detail {
 
 struct bloom_shape {
-    std::uint64_t bits = 0;     ///< m
-    std::uint32_t hashes = 0;   ///< k
+    std::uint64_t bits = 0;    ///< m
+    std::uint32_t hashes = 0;  ///< k
 };
 
 /// The most bits one Redis string holds (512 MB): SETBIT offsets stay below it.

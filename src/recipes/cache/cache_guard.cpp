@@ -51,7 +51,7 @@ std::string rebuild_key(const std::string& key)
 lock_options rebuild_lock_options(const cache_options& o)
 {
     auto lock = o.lock;
-    lock.fencing = true;  // the token that fences the value's write
+    lock.fencing = true;   // the token that fences the value's write
     lock.watchdog = true;  // held as long as the loader runs; lost, the loader is cancelled
     lock.fair = false;
     return lock;
@@ -214,15 +214,15 @@ asio::awaitable<load_outcome> load(std::shared_ptr<cache_guard_impl> impl, std::
     }
 
     diagnostics lock_diag;
-    auto [lock_ec, held] =
-        co_await take_lock(impl->locks(), rebuild_key(key), rebuild_lock_options(o), mode == load_mode::refresh,
-                           &lock_diag);
+    auto [lock_ec, held] = co_await take_lock(impl->locks(), rebuild_key(key), rebuild_lock_options(o),
+                                              mode == load_mode::refresh, &lock_diag);
     if (lock_ec) {
         if (mode == load_mode::miss && lock_ec == error::not_acquired) {
             // The other process's load outlasted our wait; what it wrote meanwhile still answers.
             auto [ec, stored] = co_await read_stored(store, key);
             if (!ec && stored)
-                if (auto entry = decode_entry(*stored)) co_return load_outcome{{}, value_of(*entry, std::move(*stored))};
+                if (auto entry = decode_entry(*stored))
+                    co_return load_outcome{{}, value_of(*entry, std::move(*stored))};
         }
         co_return load_outcome{lock_ec, std::nullopt, "the rebuild lock: " + std::string(lock_diag.message())};
     }
@@ -247,13 +247,13 @@ asio::awaitable<load_outcome> load(std::shared_ptr<cache_guard_impl> impl, std::
     const auto started = steady_clock::now();
     auto run = std::make_shared<loader_run>(impl->strand());
     asio::co_spawn(impl->strand(), call_loader(loader),
-                   asio::bind_cancellation_slot(run->stop.slot(), [run, loader](std::exception_ptr e,
-                                                                                std::optional<std::string> value) {
-                       run->finished = true;
-                       run->error = e;
-                       run->value = std::move(value);
-                       run->done.cancel();
-                   }));
+                   asio::bind_cancellation_slot(run->stop.slot(),
+                                                [run, loader](std::exception_ptr e, std::optional<std::string> value) {
+                                                    run->finished = true;
+                                                    run->error = e;
+                                                    run->value = std::move(value);
+                                                    run->done.cancel();
+                                                }));
     if (!run->finished) {
         asio::steady_timer deadline(impl->strand(), o.load_timeout);
         try {
@@ -268,7 +268,8 @@ asio::awaitable<load_outcome> load(std::shared_ptr<cache_guard_impl> impl, std::
     }
     if (!run->finished) {
         run->stop.emit(asio::cancellation_type::terminal);  // on the strand, the loader's own
-        load_outcome outcome{make_error_code(error::timeout), std::nullopt, "the loader did not finish in load_timeout"};
+        load_outcome outcome{make_error_code(error::timeout), std::nullopt,
+                             "the loader did not finish in load_timeout"};
         if (cancelled(co_await asio::this_coro::cancellation_state))
             outcome = {make_error_code(asio::error::operation_aborted), std::nullopt, {}};
         else if (held.lost())
@@ -332,12 +333,12 @@ std::shared_ptr<flight> cache_guard_impl::join_load(const std::string& key, cons
     });
     loads_.emplace(key, f);
     asio::co_spawn(strand_, load(shared_from_this(), key, loader, o, load_mode::miss, 0),
-                   asio::bind_cancellation_slot(f->stop_slot(), [self = shared_from_this(), f, key](
-                                                                    std::exception_ptr e, load_outcome outcome) {
-                       if (e) outcome = outcome_of(e);
-                       self->forget(key, *f);
-                       f->finish(outcome);
-                   }));
+                   asio::bind_cancellation_slot(
+                       f->stop_slot(), [self = shared_from_this(), f, key](std::exception_ptr e, load_outcome outcome) {
+                           if (e) outcome = outcome_of(e);
+                           self->forget(key, *f);
+                           f->finish(outcome);
+                       }));
     return f;
 }
 
@@ -352,8 +353,9 @@ void cache_guard_impl::start_refresh(const std::string& key, const shared_loader
 
 namespace {
 
-asio::awaitable<std::tuple<error_code, std::optional<std::string>>> get_or_load(
-    std::shared_ptr<cache_guard_impl> impl, std::string key, cache_loader loader, cache_options o, diagnostics* diag)
+asio::awaitable<std::tuple<error_code, std::optional<std::string>>> get_or_load(std::shared_ptr<cache_guard_impl> impl,
+                                                                                std::string key, cache_loader loader,
+                                                                                cache_options o, diagnostics* diag)
 {
     using result = std::tuple<error_code, std::optional<std::string>>;
     // Leaving a wait changes nothing for the other waiters: every cancellation type is safe.

@@ -16,7 +16,8 @@ namespace redlock::detail {
 inline std::chrono::milliseconds jittered(std::chrono::milliseconds ttl, double spread, double unit) noexcept
 {
     const double factor = 1.0 - spread + 2.0 * spread * unit;
-    const auto ms = static_cast<std::chrono::milliseconds::rep>(std::llround(static_cast<double>(ttl.count()) * factor));
+    const auto ms =
+        static_cast<std::chrono::milliseconds::rep>(std::llround(static_cast<double>(ttl.count()) * factor));
     return std::chrono::milliseconds(std::max<std::chrono::milliseconds::rep>(ms, 1));
 }
 
@@ -49,7 +50,7 @@ inline read_action decide_read(const std::optional<cache_entry>& entry, std::chr
     if (!entry) return read_action::load;
     if (entry->null) return read_action::serve;
     return xfetch_refresh(now, entry->refresh_at, entry->delta, beta, u) ? read_action::serve_and_refresh
-                                                                        : read_action::serve;
+                                                                         : read_action::serve;
 }
 
 }  // namespace redlock::detail

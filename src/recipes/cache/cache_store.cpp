@@ -1,7 +1,6 @@
-#include "recipes/cache/cache_store.hpp"
-
 #include "primitives/mutex/fence_lua.hpp"
 #include "recipes/cache/cache_entry.hpp"
+#include "recipes/cache/cache_store.hpp"
 
 #include <redlock/script.hpp>
 

@@ -97,7 +97,8 @@ private:
     // Posted: never inside the caller's initiation or its cancellation.
     void complete(handler_type handler, load_outcome outcome)
     {
-        boost::asio::post(strand_, [h = std::move(handler), o = std::move(outcome)]() mutable { std::move(h)(std::move(o)); });
+        boost::asio::post(strand_,
+                          [h = std::move(handler), o = std::move(outcome)]() mutable { std::move(h)(std::move(o)); });
     }
 
     strand_type strand_;

@@ -70,19 +70,17 @@ BOOST_AUTO_TEST_CASE(the_largest_token_round_trips)
 BOOST_AUTO_TEST_CASE(anything_not_in_the_format_is_a_miss)
 {
     for (const std::string bad : {
-             "",
-             "plain value",
-             "rlc1",
-             "rlc1 v 42 1 2 3",               // no newline
-             "rlc1 x 42 1 2 3\nv",            // unknown kind
-             "rlc2 v 42 1 2 3\nv",            // another version
-             "rlc1 v 042 1 2 3\nv",           // leading zero
-             "rlc1 v -1 1 2 3\nv",            // negative
-             "rlc1 v 4a 1 2 3\nv",            // not a number
-             "rlc1 v 42 1 2\nv",              // a field missing
-             "rlc1 v 42  1 2 3\nv",           // an empty field
+             "", "plain value", "rlc1",
+             "rlc1 v 42 1 2 3",                      // no newline
+             "rlc1 x 42 1 2 3\nv",                   // unknown kind
+             "rlc2 v 42 1 2 3\nv",                   // another version
+             "rlc1 v 042 1 2 3\nv",                  // leading zero
+             "rlc1 v -1 1 2 3\nv",                   // negative
+             "rlc1 v 4a 1 2 3\nv",                   // not a number
+             "rlc1 v 42 1 2\nv",                     // a field missing
+             "rlc1 v 42  1 2 3\nv",                  // an empty field
              "rlc1 v 9223372036854775808 1 2 3\nv",  // past INT64_MAX
-             "rlc1 n 42 1 2 3\nbytes",        // a null marker with bytes
+             "rlc1 n 42 1 2 3\nbytes",               // a null marker with bytes
          })
         BOOST_TEST(!decode_entry(bad), bad);
 }

@@ -73,8 +73,8 @@ BOOST_AUTO_TEST_CASE(xfetch_early_refresh_rate_matches_the_exponential)
                 const double rate = static_cast<double>(refreshed) / trials;
                 const double sigma = std::sqrt(expected * (1 - expected) / trials);
                 BOOST_TEST(std::abs(rate - expected) <= 5 * sigma + 1e-9,
-                           "beta " << beta << ", delta " << delta.count() << " us, gap " << gaps
-                                   << " beta*delta: rate " << rate << ", expected " << expected);
+                           "beta " << beta << ", delta " << delta.count() << " us, gap " << gaps << " beta*delta: rate "
+                                   << rate << ", expected " << expected);
             }
         }
     }
@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(a_read_serves_refreshes_or_loads)
     e.delta = 1000us;
     BOOST_TEST((decide_read(std::nullopt, now, 1.0, 0.5) == read_action::load));
     BOOST_TEST((decide_read(e, now, 0.0, 0.5) == read_action::serve));
-    BOOST_TEST((decide_read(e, now + 31s, 0.0, 0.5) == read_action::serve_and_refresh));  // logically expired
+    BOOST_TEST((decide_read(e, now + 31s, 0.0, 0.5) == read_action::serve_and_refresh));       // logically expired
     BOOST_TEST((decide_read(e, now + 29'999ms, 1.0, 0.1) == read_action::serve_and_refresh));  // XFetch drew early
     auto null_marker = e;
     null_marker.null = true;
