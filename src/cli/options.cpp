@@ -64,7 +64,7 @@ exit codes: 0 when a quorum of nodes is reachable (all of them, or a note says w
 )";
 
 const char* bench_help =
-    R"(usage: redlock bench [--nodes URL[,URL...]] [--scenario uncontended|contended|handoff|hold]
+    R"(usage: redlock bench [--nodes URL[,URL...]] [--scenario uncontended|contended|handoff|hold|cache]
                      [--clients C] [--workers W] [--leases L] [--duration D] [--ttl T] [--fencing] [--fair]
                      [--json]
 
@@ -82,6 +82,10 @@ lock + release.
   hold         one client takes L leases (--leases, default 100000) with the watchdog, holds them for the
                duration and releases them: memory per lease, client CPU while the watchdog extends them,
                leases lost (none expected)
+  cache        C cache guards x W workers (default 1 x 64), each worker reading its own key through
+               cache_guard::async_get_or_load (loaded once first: every measured read is a hit), values kept on
+               the first node; then the same reads as plain GETs on the same connections: hit latency beside
+               the GET it costs
 A client has one connection per node, as a separate process would; the W workers of a client are coroutines
 sharing it, as the requests of one HTTP service share its client (--clients 1 --workers 64). One caller in
 sequence: --clients 1 --workers 1; separate processes: --clients 64 --workers 1.
@@ -370,9 +374,11 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
             o.kind = bench_options::scenario::handoff;
         else if (*s == "hold")
             o.kind = bench_options::scenario::hold;
+        else if (*s == "cache")
+            o.kind = bench_options::scenario::cache;
         else
-            throw usage_error("--scenario: '" + *s + "' is not a scenario (uncontended, contended, handoff or hold)",
-                              command);
+            throw usage_error(
+                "--scenario: '" + *s + "' is not a scenario (uncontended, contended, handoff, hold or cache)", command);
     }
     const bool handoff = o.kind == bench_options::scenario::handoff;
     const bool contended = o.kind == bench_options::scenario::contended || handoff;

@@ -49,7 +49,7 @@ struct status_options {
 };
 
 struct bench_options {
-    enum class scenario { uncontended, contended, handoff, hold };
+    enum class scenario { uncontended, contended, handoff, hold, cache };
     std::vector<node_config> nodes;
     scenario kind = scenario::uncontended;
     // The defaults of uncontended: one client shared by 64 requests in flight, as in a service. Contended
