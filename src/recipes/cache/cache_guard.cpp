@@ -381,6 +381,9 @@ asio::awaitable<std::tuple<error_code, std::optional<std::string>>> get_or_load(
         case read_action::load:
             break;
     }
+    // Cancelled during the read: leave before joining, or the load would start with nobody to leave it.
+    if (cancelled(co_await asio::this_coro::cancellation_state))
+        co_return result{make_error_code(asio::error::operation_aborted), std::nullopt};
     auto f = impl->join_load(key, std::make_shared<const cache_loader>(std::move(loader)), o);
     auto outcome = co_await f->async_wait(asio::use_awaitable);
     if (diag && !outcome.message.empty()) access::set_client_message(*diag, std::move(outcome.message));
