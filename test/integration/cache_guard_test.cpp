@@ -589,3 +589,68 @@ BOOST_AUTO_TEST_CASE(calls_from_four_threads_share_one_load)
     BOOST_TEST(values == 4 * per_thread);
     BOOST_TEST(runs == 1);
 }
+
+namespace {
+
+// A refresh for the XFetch test: records whether the value was still in the store when it began (an early
+// refresh) or had expired (a miss: a reader would have waited for this load).
+asio::awaitable<value_type> recorded_refresh(std::shared_ptr<load_log> log, std::shared_ptr<std::vector<bool>> early,
+                                             const redlock::test::redis_node* store, ms delay)
+{
+    early->push_back(store->cli({"EXISTS", "hot:xfetch"}) == "1");
+    co_return co_await slow_load(log, "v" + std::to_string(log->runs + 1), delay);
+}
+
+asio::awaitable<void> read_hot(redlock::cache_guard guard, redlock::cache_loader loader, steady::time_point end,
+                               std::shared_ptr<int> reads, std::shared_ptr<int> failures)
+{
+    while (steady::now() < end) {
+        auto [ec, value] = co_await guard.async_get_or_load("hot:xfetch", loader, use_tuple);
+        ++*reads;
+        if (ec || !value) ++*failures;
+        co_await sleep_for(1ms);
+    }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(xfetch_refreshes_a_hot_key_before_it_expires_about_once_per_ttl)
+{
+    // A hot key (four readers on two guards, a read every millisecond or so) with a 3 s TTL and a 100 ms load,
+    // beta 1: reads refresh it early (at about 460 ms before the expiry, where e^(-g / 100 ms) has met enough
+    // reads), so it never expires: no load ever starts with the key gone. Over 10 s that is about 3.9
+    // refreshes; a stampede or a refresh per read would be far more.
+    cache_rig rig;
+    redlock::client other_locks(rig.ctx.get_executor(), rig.lock_configs(1));
+    auto other_store = std::shared_ptr<redlock::node>(
+        redlock::make_connection_node(rig.ctx.get_executor(), fast_reconnecting(rig.store_node().url())));
+    redlock::cache_options options = quick;
+    options.ttl = 3000ms;
+    options.xfetch_beta = 1.0;
+    redlock::cache_guard a(rig.locks, rig.store, options);
+    redlock::cache_guard b(other_locks, other_store, options);
+    auto log = std::make_shared<load_log>();
+    auto early = std::make_shared<std::vector<bool>>();
+    const auto* store = &rig.store_node();
+    redlock::cache_loader loader = [log, early, store] { return recorded_refresh(log, early, store, 100ms); };
+    auto reads = std::make_shared<int>(0);
+    auto failures = std::make_shared<int>(0);
+    run_coro(rig.ctx, [&]() -> asio::awaitable<void> {
+        co_await a.async_get_or_load("hot:xfetch", loader, asio::use_awaitable);  // the first load: a miss
+        const auto end = steady::now() + 10'000ms;
+        int running = 4;
+        for (int i = 0; i < 4; ++i)
+            asio::co_spawn(co_await asio::this_coro::executor, read_hot(i % 2 ? a : b, loader, end, reads, failures),
+                           [&running](std::exception_ptr e) {
+                               if (e) std::rethrow_exception(e);
+                               --running;
+                           });
+        BOOST_TEST(co_await soon([&] { return running == 0; }, 20'000ms));
+    });
+    BOOST_TEST_MESSAGE("xfetch: " << *reads << " reads, " << log->runs << " loads");
+    BOOST_TEST(*failures == 0);
+    BOOST_TEST(*reads > 2000);
+    BOOST_REQUIRE(early->size() >= 3u);  // the first load, and at least two refreshes in 10 s of a 3 s TTL
+    for (std::size_t i = 1; i < early->size(); ++i) BOOST_TEST((*early)[i], "load " << i << " began after expiry");
+    BOOST_TEST(log->runs <= 1 + 6);  // 10 s / (3 s - 0.46 s) = 3.9 refreshes; 6 allows for slow reads
+}
