@@ -338,7 +338,7 @@ BOOST_AUTO_TEST_CASE(a_stale_loader_cannot_overwrite_a_newer_value)
     redlock::cache_guard guard(rig.locks, rig.store, quick);
     auto log = std::make_shared<load_log>();
     // What a newer holder wrote (token 1000) while our slow loader ran under token 1.
-    const std::string newer = "rlc1 v 1000 9999999999999 9999999999999 10\nnewer";
+    const std::string newer = "rlc1 v 1000 4102444800000 4102444800000 10\nnewer";
     run_coro(rig.ctx, [&]() -> asio::awaitable<void> {
         auto result = std::make_shared<call_result>();
         guard.async_get_or_load("fenced", loader_of(log, "older", 400ms), recorder(result));
@@ -512,7 +512,7 @@ BOOST_AUTO_TEST_CASE(typed_values_go_through_a_codec)
         BOOST_TEST(p->x == 3);
         BOOST_TEST(p->y == 4);
         BOOST_TEST(rig.store_node().cli({"GET", "pt"}).ends_with("\n3,4"));
-        rig.store_node().cli({"SET", "pt", "rlc1 v 99 9999999999999 9999999999999 1\nnot a point"});
+        rig.store_node().cli({"SET", "pt", "rlc1 v 99 4102444800000 4102444800000 1\nnot a point"});
         auto [ec, bad] = co_await guard.async_get_or_load_as<point_codec>("pt", load_point, quick, use_tuple);
         BOOST_TEST(ec == error::protocol_error);
     });

@@ -67,6 +67,10 @@ std::optional<cache_entry> decode_entry(std::string_view stored) noexcept
     const auto expires_at = refresh_at ? take_number(rest, ' ') : std::nullopt;
     const auto delta = expires_at ? take_number(rest, '\n') : std::nullopt;
     if (!delta || (e.null && !rest.empty())) return std::nullopt;
+    // Past the system clock's range (year 2262) a comparison with now would overflow.
+    constexpr auto last_ms = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::duration::max()).count());
+    if (*refresh_at > last_ms || *expires_at > last_ms) return std::nullopt;
     e.token = *token;
     e.refresh_at = cache_entry::time_point(std::chrono::milliseconds(static_cast<std::int64_t>(*refresh_at)));
     e.expires_at = cache_entry::time_point(std::chrono::milliseconds(static_cast<std::int64_t>(*expires_at)));

@@ -70,7 +70,9 @@ std::string invalid_arguments(const client_impl& locks, const node* store, const
     if (!(o.ttl_jitter >= 0.0 && o.ttl_jitter < 1.0)) return "ttl_jitter must be in [0, 1)";
     if (!(o.xfetch_beta >= 0.0) || std::isinf(o.xfetch_beta)) return "xfetch_beta must be a finite number >= 0";
     if (o.load_timeout <= ms(0)) return "load_timeout must be positive";
-    return detail::invalid_arguments(locks, {rebuild_key(key)}, rebuild_lock_options(o), {});
+    // The lock's own checks do not depend on the key (ours is never empty): one fixed key, no allocation per hit.
+    static const std::vector<std::string> a_rebuild_key{rebuild_key("k")};
+    return detail::invalid_arguments(locks, a_rebuild_key, rebuild_lock_options(o), {});
 }
 
 // The value in `stored` (whose entry is `entry`), without copying its bytes; nullopt for a null marker.

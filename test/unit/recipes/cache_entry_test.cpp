@@ -81,6 +81,7 @@ BOOST_AUTO_TEST_CASE(anything_not_in_the_format_is_a_miss)
              "rlc1 v 42  1 2 3\nv",                  // an empty field
              "rlc1 v 9223372036854775808 1 2 3\nv",  // past INT64_MAX
              "rlc1 n 42 1 2 3\nbytes",               // a null marker with bytes
+             "rlc1 v 42 1 9999999999999 3\nv",       // past the system clock's range (2262)
          })
         BOOST_TEST(!decode_entry(bad), bad);
 }
