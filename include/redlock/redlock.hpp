@@ -10,6 +10,7 @@
 #include <redlock/lease.hpp>
 #include <redlock/lock_inspection.hpp>
 #include <redlock/lock_options.hpp>
+#include <redlock/logging.hpp>
 #include <redlock/mutex.hpp>
 #include <redlock/node.hpp>
 #include <redlock/node_config.hpp>
@@ -19,5 +20,6 @@
 #include <redlock/script.hpp>
 #include <redlock/semaphore.hpp>
 #include <redlock/semaphore_inspection.hpp>
+#include <redlock/stats.hpp>
 #include <redlock/with_lock.hpp>
 #include <redlock/with_permit.hpp>
