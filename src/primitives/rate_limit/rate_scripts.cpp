@@ -21,15 +21,23 @@ local function ms_up(units)
   local per_ms = k * 1000
   return math.floor((units + per_ms - 1) / per_ms)
 end
+local function store(units)
+  local us = math.floor(units / k)
+  redis.call('SET', KEYS[1], string.format('%.0f:%.0f', now + us, units - us * k),
+             'PX', string.format('%.0f', math.max(ms_up(units), 1)))
+end
 -- How far the TAT ("<us>:<remainder>", in units of 1/k us) is ahead of now, in units: 0 when it is past.
--- At most the tolerance: a node clock stepped back costs one bucket's refill, not the length of the step.
-local ahead = 0
+-- An admission never leaves it more than the tolerance ahead, so a TAT beyond that means the node's clock
+-- was stepped back: it counts (and is stored again) as the tolerance, so that the step costs one bucket's
+-- refill rather than its own length.
+local ahead, stepped_back = 0, false
 local stored = redis.call('GET', KEYS[1])
 if stored then
   local us, rest = string.match(stored, '^(%d+):(%d+)$')
   if us then
     local d = tonumber(us) - now
-    if d >= 0 then ahead = math.min(d * k + math.min(tonumber(rest), k - 1), tolerance) end
+    if d >= 0 then ahead = d * k + math.min(tonumber(rest), k - 1) end
+    if ahead > tolerance then ahead, stepped_back = tolerance, true end
   end
 end
 local limited, retry = 1, -1
@@ -37,13 +45,12 @@ if cost <= capacity then
   local wanted = ahead + cost * interval
   if wanted <= tolerance then
     limited, ahead = 0, wanted
-    local us = math.floor(ahead / k)
-    redis.call('SET', KEYS[1], string.format('%.0f:%.0f', now + us, ahead - us * k),
-               'PX', string.format('%.0f', math.max(ms_up(ahead), 1)))
+    store(ahead)
   else
     retry = ms_up(wanted - tolerance)
   end
 end
+if limited == 1 and stepped_back then store(ahead) end
 return {limited, capacity, math.floor((tolerance - ahead) / interval), retry, ms_up(ahead), now}
 )lua");
     return s;

@@ -6,6 +6,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <common/rate_models.hpp>
 #include <common/resp_values.hpp>
 #include <limits>
 
@@ -210,4 +211,29 @@ BOOST_AUTO_TEST_CASE(each_strategy_sends_one_script_call_with_its_keys_in_one_sl
     req = scripts::decision_request("k", l, 1);
     BOOST_TEST((req.script_calls()[0].params == std::vector<std::string>{"2", "k", "{k}:total", "10", "1000000", "1"}));
     BOOST_TEST(scripts::log_total_key("a{b}c") == "a{b}c:total");
+}
+
+// The reference the integration tests hold the scripts to, anchored to redis-cell's documented example:
+// CL.THROTTLE user123 15 30 60 1 -> 0, 16, 15, -1, 2 (seconds there, milliseconds here).
+BOOST_AUTO_TEST_CASE(the_gcra_model_gives_cl_throttles_documented_answers)
+{
+    redlock::test::gcra_model model(30, 60'000ms, 15);
+    const std::int64_t now = 1'700'000'000'000'000;
+    auto d = model.decide(now, 1);
+    BOOST_TEST((d.result == outcome::allowed));
+    BOOST_TEST(d.limit == 16);
+    BOOST_TEST(d.remaining == 15);
+    BOOST_TEST(d.retry_after.count() == -1);
+    BOOST_TEST(d.reset_after.count() == 2000);
+    for (int i = 0; i < 15; ++i) BOOST_TEST(model.decide(now, 1).allowed());
+    d = model.decide(now, 1);  // the 17th at once: one interval later
+    BOOST_TEST((d.result == outcome::limited));
+    BOOST_TEST(d.remaining == 0);
+    BOOST_TEST(d.retry_after.count() == 2000);
+    BOOST_TEST(d.reset_after.count() == 32'000);
+    BOOST_TEST(model.decide(now + 2'000'000, 1).allowed());
+    d = model.decide(now + 2'000'000, 17);  // above burst + 1: never, and nothing taken
+    BOOST_TEST((d.result == outcome::never));
+    BOOST_TEST(d.retry_after.count() == -1);
+    BOOST_TEST(d.reset_after.count() == 32'000);
 }
