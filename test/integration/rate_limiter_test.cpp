@@ -4,15 +4,19 @@
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <common/lock_checks.hpp>
 #include <common/rate_models.hpp>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
 #include <sstream>
+#include <thread>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -353,4 +357,34 @@ BOOST_AUTO_TEST_CASE(a_node_that_forgot_the_scripts_still_decides)
             BOOST_TEST(again.remaining == d.remaining - 1);
         }
     });
+}
+
+// Calls from several threads at once (the client hops onto its strand): exactly the burst passes.
+BOOST_AUTO_TEST_CASE(calls_from_several_threads_share_one_limit)
+{
+    cluster nodes(1);
+    asio::io_context ctx(4);
+    auto work = asio::make_work_guard(ctx);
+    redlock::client client(ctx.get_executor(), configs(nodes));
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i) threads.emplace_back([&ctx] { ctx.run(); });
+    constexpr int calls = 200;
+    std::atomic<int> admitted{0}, limited{0}, failed{0}, done{0};
+    {
+        redlock::rate_limiter limiter(client, "threads", make_limit(rate_strategy::gcra, 1, 60'000ms, 24));
+        for (int i = 0; i < calls; ++i)
+            asio::post(ctx, [&] {
+                limiter.async_try_acquire(1, [&](redlock::error_code ec, rate_decision d) {
+                    ++(ec ? failed : d.allowed() ? admitted : limited);
+                    ++done;
+                });
+            });
+        BOOST_REQUIRE(redlock::test::wait_until([&] { return done == calls; }, 20'000ms));
+    }
+    client.close();
+    work.reset();
+    for (auto& t : threads) t.join();
+    BOOST_TEST(failed == 0);
+    BOOST_TEST(admitted == 25);
+    BOOST_TEST(limited == calls - 25);
 }
