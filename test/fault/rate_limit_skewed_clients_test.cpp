@@ -26,7 +26,7 @@ namespace {
 
 constexpr std::int64_t rate = 50;  // per second: one unit every 20 ms
 constexpr std::int64_t period_ms = 1000;
-constexpr std::int64_t burst = 9;
+constexpr std::int64_t burst = 24;  // a TAT up to 480 ms ahead: a client stalled that long loses nothing
 constexpr std::int64_t interval_us = period_ms * 1000 / rate;
 constexpr std::int64_t window_us = 10'000'000;
 constexpr std::int64_t expected = rate * window_us / 1'000'000 + burst;  // floor(rate x 10 s) + burst
