@@ -15,6 +15,9 @@
 #include <redlock/node.hpp>
 #include <redlock/node_config.hpp>
 #include <redlock/permit.hpp>
+#include <redlock/rate_decision.hpp>
+#include <redlock/rate_limit.hpp>
+#include <redlock/rate_limiter.hpp>
 #include <redlock/request.hpp>
 #include <redlock/response.hpp>
 #include <redlock/script.hpp>
