@@ -71,8 +71,8 @@ asio::awaitable<void> reindex(redlock::semaphore& crawlers)
 asio::awaitable<void> show(redlock::semaphore& crawlers)
 {
     redlock::semaphore_inspection seen = co_await crawlers.async_inspect(asio::use_awaitable);
-    std::cout << seen.name << ": limit " << seen.limit << ", quorum " << seen.quorum << " of "
-              << seen.nodes.size() << " nodes (" << seen.failures_tolerated() << " may fail)\n";
+    std::cout << seen.name << ": limit " << seen.limit << ", quorum " << seen.quorum << " of " << seen.nodes.size()
+              << " nodes (" << seen.failures_tolerated() << " may fail)\n";
     for (const auto& node : seen.nodes)
         std::cout << "  " << node.node << ": " << node.held() << " held, " << node.available().value_or(0)
                   << " available\n";

@@ -12,6 +12,7 @@ BOOST_AUTO_TEST_CASE(library_errors_map_to_conditions)
 {
     BOOST_TEST(make_error_code(error::timeout) == condition::timeout);
     BOOST_TEST(make_error_code(error::not_acquired) == condition::not_acquired);
+    BOOST_TEST(make_error_code(error::rate_limited) == condition::not_acquired);
     BOOST_TEST(make_error_code(error::not_connected) == condition::connection);
     BOOST_TEST(make_error_code(error::connection_lost) == condition::connection);
     BOOST_TEST(make_error_code(error::no_quorum) == condition::connection);
