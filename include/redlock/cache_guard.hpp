@@ -105,7 +105,8 @@ public:
     /// Errors are not cached: the next miss loads again.
     /// Signature: void(error_code, std::optional<std::string>). Cancellation: terminal, partial and total; the
     /// caller leaves at once (a read in progress is abandoned, as connection::async_exec abandons it; a node that
-    /// ignores cancellation answers within its request timeout); the load goes on for the other waiters, and is cancelled (its lock released) when its last waiter leaves.
+    /// ignores cancellation answers within its request timeout); the load goes on for the other waiters, and is
+    /// cancelled (its lock released) when its last waiter leaves.
     /// Lifetime: key, loader and options are copied; `diag` must outlive the operation.
     template <
         boost::asio::completion_token_for<void(error_code, std::optional<std::string>)> Token = boost::asio::deferred_t>
