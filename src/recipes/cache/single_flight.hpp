@@ -40,7 +40,6 @@ public:
 
     /// Where the load listens for the stop (terminal) emitted when its last waiter leaves.
     boost::asio::cancellation_slot stop_slot() { return stop_.slot(); }
-    std::size_t waiters() const noexcept { return waiters_.size(); }
 
     /// Waits for the outcome; completes with operation_aborted, at once, when the caller's own slot is emitted
     /// (any cancellation type: leaving changes nothing for the others). On the strand.
