@@ -86,6 +86,17 @@ std::string to_json(bench_result r)
            ",\"max\":" + number_or_null(percentile(r.acquire_us, 100)) + "}";
     out += ",\"handoff_us\":{\"p50\":" + number_or_null(percentile(r.handoff_us, 50)) +
            ",\"p99\":" + number_or_null(percentile(r.handoff_us, 99)) + "}";
+    if (r.semaphore) {
+        const auto& s = *r.semaphore;
+        out += ",\"limit\":" + std::to_string(s.limit);
+        out += std::string(",\"fair\":") + (s.fair ? "true" : "false");
+        out += ",\"max_held\":" + std::to_string(s.max_held);
+        out += ",\"first_try\":" + std::to_string(s.first_try);
+        out += ",\"waited\":" + std::to_string(s.waited);
+        out += ",\"attempts\":" + std::to_string(s.attempts);
+        out += ",\"woken_by_release\":" + std::to_string(s.woken_by_release);
+        out += ",\"timed_retries\":" + std::to_string(s.timed_retries);
+    }
     if (r.waits) {
         out += ",\"lock\":\"" + r.lock_kind + "\"";
         out += ",\"handoffs\":" + std::to_string(r.handoff_us.size());
@@ -110,7 +121,8 @@ std::string to_table(bench_result r)
     out += "nodes        " + std::to_string(r.nodes) + "\n";
     out += "clients      " + std::to_string(r.clients) + " x " + std::to_string(r.workers) + " worker(s)\n";
     out += "duration     " + fixed(r.seconds, 2) + " s\n";
-    out += "operations   " + std::to_string(r.ops) + " (lock + release)\n";
+    out += "operations   " + std::to_string(r.ops) +
+           (r.semaphore ? " (permit acquire + release)\n" : " (lock + release)\n");
     out += "ops/s        " + fixed(ops_per_sec(r), 1) + "\n";
     if (r.ops > 0) {
         out += "cpu/op       " + per_op_or_null(r, r.user_seconds + r.system_seconds, 1e6) +
@@ -123,6 +135,17 @@ std::string to_table(bench_result r)
     if (r.has_handoff) {
         out += "handoffs     " + std::to_string(r.handoff_us.size()) + " of " + std::to_string(r.grants) +
                " grants went to another worker than the one that released\n";
+    }
+    if (r.semaphore) {
+        const auto& s = *r.semaphore;
+        out += "semaphore    limit " + std::to_string(s.limit) + (s.fair ? ", fair" : "") + "; at most " +
+               std::to_string(s.max_held) + " permit(s) held at once by this run\n";
+        out += "acquires     " + std::to_string(s.first_try) + " found room at once, " + std::to_string(s.waited) +
+               " waited; " +
+               (s.first_try + s.waited > 0 ? fixed(static_cast<double>(s.attempts) / (s.first_try + s.waited), 2)
+                                           : std::string("-")) +
+               " attempts per permit; retries woken by a release " + std::to_string(s.woken_by_release) +
+               ", by a timer " + std::to_string(s.timed_retries) + "\n";
     }
     if (r.waits && r.grants > 0) {
         const auto per_grant = [&](std::uint64_t n) { return fixed(static_cast<double>(n) / r.grants, 2); };

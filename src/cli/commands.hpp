@@ -10,5 +10,7 @@ int run_status(const status_options& options);
 int run_bench(const bench_options& options);
 // `redlock bench --scenario hold` (bench_hold.cpp).
 int run_bench_hold(const bench_options& options);
+// `redlock bench --scenario semaphore` (bench_semaphore.cpp).
+int run_bench_semaphore(const bench_options& options);
 
 }  // namespace redlock::cli

@@ -6,6 +6,7 @@
 #include <redlock/node_config.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -36,7 +37,8 @@ struct exec_options {
     bool fencing = false;
     bool fair = false;
     ms waiter_ttl{2'000};
-    int kill_signal = 0;  // set by the parser (SIGTERM by default)
+    std::int64_t limit = 1;  // 1: a lock; above: one permit of a semaphore of this many
+    int kill_signal = 0;     // set by the parser (SIGTERM by default)
     ms kill_grace{5'000};
     verbosity output = verbosity::normal;
     std::vector<std::string> command;
@@ -49,7 +51,7 @@ struct status_options {
 };
 
 struct bench_options {
-    enum class scenario { uncontended, contended, handoff, hold };
+    enum class scenario { uncontended, contended, handoff, hold, semaphore };
     std::vector<node_config> nodes;
     scenario kind = scenario::uncontended;
     // The defaults of uncontended: one client shared by 64 requests in flight, as in a service. Contended
@@ -62,6 +64,7 @@ struct bench_options {
     bool fair = false;  // handoff: a fair lock
     bool json = false;
     int leases = 100'000;  // hold: how many leases one client holds with the watchdog
+    int limit = 0;         // semaphore: the permits the workers contend for; 0: half the workers (bench_semaphore.cpp)
     verbosity output = verbosity::normal;
 };
 
