@@ -15,7 +15,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -256,9 +255,9 @@ BOOST_AUTO_TEST_CASE(verbose_says_the_quorum_and_when_no_node_may_fail)
     BOOST_TEST(r.err.empty(), "nothing on stderr without -v: " << r.err);
 }
 
-// Processes that queue one after another for a fair semaphore run their commands in that order. The two holders
-// let go 150 ms apart and each command holds its permit 300 ms, so grants come one at a time, 150 ms apart: the
-// order the commands write in is the order of the grants.
+// Processes that queue one after another for a fair semaphore run their commands in that order. One holder keeps
+// a permit to the end, so one permit goes round the queue: each grant comes after the previous command exited,
+// and the order the commands write in is the order of the grants.
 BOOST_AUTO_TEST_CASE(fair_exec_serves_processes_in_the_order_they_arrived)
 {
     cluster nodes(3);
@@ -267,27 +266,25 @@ BOOST_AUTO_TEST_CASE(fair_exec_serves_processes_in_the_order_they_arrived)
     const auto order = dir + "/order";
     const auto log = dir + "/log";
     std::vector<pid_t> holders;
-    for (const char* go : {"/go1", "/go2"})
-        holders.push_back(spawn_exec(nodes, key, 2, "echo holding; " + until_exists(dir + go), log, {"--fair"}));
+    for (const char* until : {"/go", "/end"})
+        holders.push_back(spawn_exec(nodes, key, 2, "echo holding; " + until_exists(dir + until), log, {"--fair"}));
     BOOST_REQUIRE(wait_until([&] { return lines_in(log, "holding") == 2u; }, 10s));
     constexpr int waiters = 12;
     std::vector<pid_t> pids;
     for (int i = 0; i < waiters; ++i) {
-        pids.push_back(
-            spawn_exec(nodes, key, 2, "echo " + std::to_string(i) + " >> " + order + "; sleep 0.3", log, {"--fair"}));
+        pids.push_back(spawn_exec(nodes, key, 2, "echo " + std::to_string(i) + " >> " + order, log, {"--fair"}));
         BOOST_REQUIRE_MESSAGE(
             wait_until([&] { return fair_waiters(nodes[0], key) == static_cast<std::size_t>(i + 1); }, 5s),
             "process " << i << " did not join the queue");
     }
-    std::ofstream(dir + "/go1").put('\n');
-    std::this_thread::sleep_for(150ms);
-    std::ofstream(dir + "/go2").put('\n');
+    std::ofstream(dir + "/go").put('\n');
     int status = 0;
-    for (auto pid : holders) BOOST_TEST(wait_for_exit(pid, 10s, &status));
     for (auto pid : pids) {
         BOOST_REQUIRE(wait_for_exit(pid, 30s, &status));
         BOOST_TEST(exit_status(status) == 0);
     }
+    std::ofstream(dir + "/end").put('\n');
+    for (auto pid : holders) BOOST_TEST(wait_for_exit(pid, 10s, &status));
     std::vector<int> expected(waiters);
     for (int i = 0; i < waiters; ++i) expected[static_cast<std::size_t>(i)] = i;
     BOOST_TEST(numbers_in(order) == expected, boost::test_tools::per_element());
