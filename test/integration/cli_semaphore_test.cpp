@@ -221,6 +221,39 @@ BOOST_AUTO_TEST_CASE(a_full_semaphore_exits_75_and_the_commands_own_code_comes_b
     std::filesystem::remove_all(dir);
 }
 
+// Signals as for a lock: one sent while waiting for a permit ends the wait (128 + N, the command not run, nothing
+// left queued), one sent while the command runs is forwarded to it.
+BOOST_AUTO_TEST_CASE(signals_end_the_wait_or_reach_the_command)
+{
+    cluster nodes(1);
+    const auto dir = make_temp_dir("redlock-sem-");
+    const auto go = dir + "/go";
+    const auto log = dir + "/log";
+    const auto holder = spawn_exec(nodes, "sig", 2, "echo holding; " + until_exists(go), log);
+    const auto trapper = spawn_exec(nodes, "sig", 2, "trap 'exit 42' TERM; echo ready; sleep 30 & wait", log);
+    BOOST_REQUIRE(wait_until([&] { return lines_in(log, "holding") + lines_in(log, "ready") == 2u; }, 10s));
+
+    const auto waiter = spawn_exec(nodes, "sig", 2, "echo ran", log, {"--fair"});
+    BOOST_REQUIRE(wait_until([&] { return fair_waiters(nodes[0], "sig") == 1u; }, 5s));
+    ::kill(waiter, SIGTERM);
+    int status = 0;
+    BOOST_REQUIRE(wait_for_exit(waiter, 5s, &status));
+    BOOST_TEST(exit_status(status) == 128 + SIGTERM);
+    BOOST_TEST(lines_in(log, "ran") == 0u);
+    BOOST_TEST(lines_in(log, "interrupted by SIGTERM while waiting for a permit of semaphore 'sig' (limit 2)") == 1u,
+               "output: " << file_contents(log));
+    // It left the queue, rather than staying there until its heartbeat's TTL (2 s) dropped it.
+    BOOST_TEST(wait_until([&] { return fair_waiters(nodes[0], "sig") == 0u; }, 1s));
+
+    ::kill(trapper, SIGTERM);
+    BOOST_REQUIRE(wait_for_exit(trapper, 5s, &status));
+    BOOST_TEST(exit_status(status) == 42, "output: " << file_contents(log));
+    std::ofstream(go).put('\n');
+    BOOST_REQUIRE(wait_for_exit(holder, 5s, &status));
+    BOOST_TEST(units_on(nodes, "sig") == 0);
+    std::filesystem::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_CASE(unreachable_nodes_exit_69_when_the_wait_runs_out)
 {
     auto r = redlock_cli(
