@@ -32,7 +32,7 @@ commands run at once under the same --key.
 options:
   --nodes URL[,URL...]   Redis nodes (redis://, rediss://, unix://); default from $REDLOCK_NODES, else
                          redis://127.0.0.1:6379
-  --key NAME             lock name (required, non-empty)
+  --key NAME             lock or semaphore name (required, non-empty)
   --ttl DURATION         lease TTL, default 10s (DURATION: 250ms, 10s, 2m, or plain milliseconds)
   --wait DURATION        how long to wait for the lock; default: wait forever; 0: one attempt
   --limit N              a semaphore of N permits: at most N holders at once (default 1: a lock); a
