@@ -202,8 +202,8 @@ def handoff_table(results):
 
 def semaphore_table(results):
     """Permits/s and acquire latency of workers contending for a semaphore; how many acquires had to wait."""
-    lines = [["semaphore", "workers", "limit", "permits/s", "acquire p50", "p99", "max", "first try", "waited",
-              "attempts/permit", "max held"]]
+    lines = [["semaphore", "workers", "limit", "permits/s", "acquire p50", "p99", "max", "at once", "p50", "p99",
+              "waited", "p50", "p99", "attempts/permit", "max held"]]
     for entry in results.get("semaphore", []):
         r = entry["result"]
         acquire = r.get("acquire_us", {})
@@ -212,7 +212,9 @@ def semaphore_table(results):
                       with_errors(fmt_int(r.get("ops_per_sec")), r), fmt_int(acquire.get("p50")),
                       fmt_int(acquire.get("p99")), fmt_int(acquire.get("max")),
                       f"{100 * r['first_try'] / granted:.0f}%" if granted else "-",
+                      fmt_int(r.get("first_try_us", {}).get("p50")), fmt_int(r.get("first_try_us", {}).get("p99")),
                       f"{100 * r['waited'] / granted:.0f}%" if granted else "-",
+                      fmt_int(r.get("waited_us", {}).get("p50")), fmt_int(r.get("waited_us", {}).get("p99")),
                       fmt_float(r["attempts"] / granted, 2) if granted else "-", str(r.get("max_held", "-"))])
     return lines
 

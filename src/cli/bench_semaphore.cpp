@@ -39,6 +39,11 @@ constexpr auto rethrow = [](std::exception_ptr e) {
     if (e) std::rethrow_exception(e);
 };
 constexpr milliseconds hold_time{1};  // a holder's work, as in the contended lock scenario
+// Between a release and the next acquire, uniform in [0, 2 * think_time): without it every worker asks again at
+// once and the semaphore is always full. With it each worker wants a permit about half the time, so with half as
+// many permits as workers some acquires find room and others wait (a fixed pause swings the run from almost all
+// waiting to almost none with the machine's speed; a random one spreads the arrivals).
+constexpr std::chrono::microseconds think_time{1'500};
 
 // Half the workers, so that about half the acquires find a permit free and the others wait for one.
 std::int64_t default_limit(int workers)
@@ -73,7 +78,7 @@ public:
 private:
     int workers() const noexcept { return o_.clients * o_.workers; }
     asio::awaitable<void> worker(int index);
-    asio::awaitable<void> pause(milliseconds d);
+    asio::awaitable<void> pause(clock::duration d);
     void count_error(const error_code& ec, std::string_view what, const diagnostics* diag);
     void stop_all();
     void finish();
@@ -112,7 +117,7 @@ void semaphore_bench::stop_all()
     for (auto& c : cancels_) c->emit(asio::cancellation_type::terminal);
 }
 
-asio::awaitable<void> semaphore_bench::pause(milliseconds d)
+asio::awaitable<void> semaphore_bench::pause(clock::duration d)
 {
     asio::steady_timer t(ctx_, d);
     co_await t.async_wait(use_tuple);
@@ -124,6 +129,8 @@ asio::awaitable<void> semaphore_bench::worker(int index)
     auto& cancel = *cancels_[static_cast<std::size_t>(index)];
     auto& totals = *result_.semaphore;
     diagnostics diag;
+    std::minstd_rand random(static_cast<std::minstd_rand::result_type>(index + 1));
+    std::uniform_int_distribution<std::int64_t> think(0, 2 * think_time.count() - 1);
     while (!stopping_ && clock::now() < end_) {
         semaphore_options so;
         so.ttl = o_.ttl;
@@ -150,8 +157,11 @@ asio::awaitable<void> semaphore_bench::worker(int index)
             co_await pause(milliseconds(10));  // no hot loop against a failing node
             continue;
         }
-        result_.acquire_us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count());
-        ++(waiting.attempts <= 1 ? totals.first_try : totals.waited);
+        const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count();
+        result_.acquire_us.push_back(us);
+        const bool at_once = waiting.attempts <= 1;
+        ++(at_once ? totals.first_try : totals.waited);
+        (at_once ? totals.first_try_us : totals.waited_us).push_back(us);
         totals.max_held = std::max(totals.max_held, ++holding_);
         co_await pause(hold_time);
         --holding_;  // before the release is sent: a count never above what the nodes hold
@@ -161,6 +171,7 @@ asio::awaitable<void> semaphore_bench::worker(int index)
             continue;
         }
         ++result_.ops;
+        co_await pause(std::chrono::microseconds(think(random)));
     }
     if (--active_ == 0) all_done_->cancel();
 }

@@ -64,6 +64,14 @@ std::string allocs_per_op_or_null(const bench_result& r)
     return r.allocations ? per_op_or_null(r, static_cast<double>(*r.allocations), 1.0) : std::string("null");
 }
 
+// {"p50":..,"p99":..,"max":..} of `samples` (sorts them).
+std::string short_percentiles(std::vector<std::int64_t>& samples)
+{
+    return "{\"p50\":" + number_or_null(percentile(samples, 50)) +
+           ",\"p99\":" + number_or_null(percentile(samples, 99)) +
+           ",\"max\":" + number_or_null(percentile(samples, 100)) + "}";
+}
+
 }  // namespace
 
 std::string to_json(bench_result r)
@@ -87,12 +95,14 @@ std::string to_json(bench_result r)
     out += ",\"handoff_us\":{\"p50\":" + number_or_null(percentile(r.handoff_us, 50)) +
            ",\"p99\":" + number_or_null(percentile(r.handoff_us, 99)) + "}";
     if (r.semaphore) {
-        const auto& s = *r.semaphore;
+        auto& s = *r.semaphore;  // percentile() sorts the samples
         out += ",\"limit\":" + std::to_string(s.limit);
         out += std::string(",\"fair\":") + (s.fair ? "true" : "false");
         out += ",\"max_held\":" + std::to_string(s.max_held);
         out += ",\"first_try\":" + std::to_string(s.first_try);
+        out += ",\"first_try_us\":" + short_percentiles(s.first_try_us);
         out += ",\"waited\":" + std::to_string(s.waited);
+        out += ",\"waited_us\":" + short_percentiles(s.waited_us);
         out += ",\"attempts\":" + std::to_string(s.attempts);
         out += ",\"woken_by_release\":" + std::to_string(s.woken_by_release);
         out += ",\"timed_retries\":" + std::to_string(s.timed_retries);
@@ -165,6 +175,16 @@ std::string to_table(bench_result r)
         number_or_dash(percentile(r.acquire_us, 50)).c_str(), number_or_dash(percentile(r.acquire_us, 90)).c_str(),
         number_or_dash(percentile(r.acquire_us, 99)).c_str(), number_or_dash(percentile(r.acquire_us, 100)).c_str());
     out += line;
+    if (r.semaphore) {
+        for (auto* samples : {&r.semaphore->first_try_us, &r.semaphore->waited_us}) {
+            std::snprintf(
+                line, sizeof line, "%-12s %10s %10s %10s %10s\n",
+                samples == &r.semaphore->waited_us ? "  waited" : "  at once",
+                number_or_dash(percentile(*samples, 50)).c_str(), number_or_dash(percentile(*samples, 90)).c_str(),
+                number_or_dash(percentile(*samples, 99)).c_str(), number_or_dash(percentile(*samples, 100)).c_str());
+            out += line;
+        }
+    }
     if (r.has_handoff) {
         std::snprintf(line, sizeof line, "%-12s %10s %10s %10s %10s\n", "handoff",
                       number_or_dash(percentile(r.handoff_us, 50)).c_str(),

@@ -28,9 +28,11 @@ struct bench_semaphore_totals {
     std::int64_t limit = 0;
     bool fair = false;
     std::int64_t max_held = 0;
-    std::uint64_t first_try = 0;  // granted on the first attempt
-    std::uint64_t waited = 0;     // granted after more than one attempt
-    std::uint64_t attempts = 0;   // diagnostics::waiting(), summed over every acquire
+    std::uint64_t first_try = 0;             // granted on the first attempt
+    std::uint64_t waited = 0;                // granted after more than one attempt
+    std::vector<std::int64_t> first_try_us;  // their acquire latencies, apart: the protocol's own
+    std::vector<std::int64_t> waited_us;     // and the wait for a release
+    std::uint64_t attempts = 0;              // diagnostics::waiting(), summed over every acquire
     std::uint64_t woken_by_release = 0;
     std::uint64_t timed_retries = 0;
 };
@@ -59,7 +61,8 @@ struct bench_result {
     bool has_handoff = false;
     std::uint64_t grants = 0;  // contended: successful acquires (handoff_us.size() of them went to another client)
     // The semaphore scenario: an operation is a permit acquired, held and released. JSON adds, after handoff_us:
-    // limit, fair, max_held, first_try, waited, attempts, woken_by_release, timed_retries.
+    // limit, fair, max_held, first_try, first_try_us {p50,p99,max}, waited, waited_us {p50,p99,max}, attempts,
+    // woken_by_release, timed_retries.
     std::optional<bench_semaphore_totals> semaphore;
     // The handoff scenario: how the lock calls waited (diagnostics::waiting(), summed) and what the nodes ran.
     std::optional<bench_wait_totals> waits;

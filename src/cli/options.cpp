@@ -92,9 +92,10 @@ lock + release.
                duration and releases them: memory per lease, client CPU while the watchdog extends them,
                leases lost (none expected)
   semaphore    the workers (default 8 clients x 1 worker) contend for the --limit L permits of one semaphore
-               (default: half the workers), each holding a permit about 1 ms, releasing it and asking again:
-               acquire latency, permits/s, how many acquires found room at once and how many waited, and
-               the most permits held at once (never above L). --fair: a fair semaphore
+               (default: half the workers), each holding a permit about 1 ms, releasing it and asking again
+               after a pause of 0 to 3 ms: permits/s, acquire latency, apart for the acquires that found
+               room at once and those that waited, and the most permits held at once (never above L).
+               --fair: a fair semaphore
 A client has one connection per node, as a separate process would; the W workers of a client are coroutines
 sharing it, as the requests of one HTTP service share its client (--clients 1 --workers 64). One caller in
 sequence: --clients 1 --workers 1; separate processes: --clients 64 --workers 1.

@@ -431,13 +431,12 @@ BOOST_AUTO_TEST_CASE(bench_json_has_the_documented_keys)
     const auto& o = doc.as_object();
     std::vector<std::string> keys;
     for (const auto& kv : o) keys.emplace_back(kv.key());
-    BOOST_TEST(keys == (std::vector<std::string>{"scenario",       "fencing",       "nodes",         "clients",
-                                                 "workers",        "ops",           "ops_per_sec",   "cpu_us_per_op",
-                                                 "user_us_per_op", "sys_us_per_op", "allocs_per_op", "acquire_us",
-                                                 "handoff_us",     "limit",         "fair",          "max_held",
-                                                 "first_try",      "waited",        "attempts",      "woken_by_release",
-                                                 "timed_retries",  "errors"}),
-               boost::test_tools::per_element());
+    const std::vector<std::string> documented{
+        "scenario",    "fencing",       "nodes",          "clients",          "workers",       "ops",
+        "ops_per_sec", "cpu_us_per_op", "user_us_per_op", "sys_us_per_op",    "allocs_per_op", "acquire_us",
+        "handoff_us",  "limit",         "fair",           "max_held",         "first_try",     "first_try_us",
+        "waited",      "waited_us",     "attempts",       "woken_by_release", "timed_retries", "errors"};
+    BOOST_TEST(keys == documented, boost::test_tools::per_element());
     BOOST_TEST(o.at("scenario").as_string() == "semaphore");
     BOOST_TEST(o.at("clients").as_int64() == 4);
     BOOST_TEST(o.at("workers").as_int64() == 1);
@@ -452,6 +451,11 @@ BOOST_AUTO_TEST_CASE(bench_json_has_the_documented_keys)
     BOOST_TEST(o.at("errors").as_int64() == 0);
     const auto& acquire = o.at("acquire_us").as_object();
     for (const char* k : {"p50", "p90", "p99", "max"}) BOOST_TEST(acquire.at(k).is_int64());
+    for (const char* split : {"first_try_us", "waited_us"}) {
+        const auto& latency = o.at(split).as_object();
+        BOOST_TEST(latency.size() == 3u);
+        for (const char* k : {"p50", "p99", "max"}) BOOST_TEST((latency.at(k).is_int64() || latency.at(k).is_null()));
+    }
     for (std::size_t i = 0; i < nodes.size(); ++i)  // every permit given back: the permits' set is gone
         BOOST_TEST(nodes[i].cli({"KEYS", "redlock-bench:*"}).empty());
 
