@@ -5,8 +5,10 @@
 #include <redlock/diagnostics.hpp>
 #include <redlock/error.hpp>
 #include <redlock/lock_inspection.hpp>
+#include <redlock/logging.hpp>
 #include <redlock/node.hpp>
 #include <redlock/node_config.hpp>
+#include <redlock/stats.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -91,6 +93,17 @@ public:
             },
             token, std::move(key));
     }
+
+    /// A snapshot of what this client has done since it was made: acquisitions and their failures by reason,
+    /// acquire latency, handoffs, wake-ups by message and by timer, extensions, releases, losses, and per node its
+    /// failed answers and connection counters (to_prometheus renders it). Any thread; the counters are read one by
+    /// one, so a snapshot taken while operations run may be a moment apart between fields.
+    client_stats stats() const;
+
+    /// Where the client reports what it decided on its own: a subscription refused (waiters fall back to
+    /// timers), a lease lost and why, a fallback to scripts. Replaces the previous handler; empty: none. Any
+    /// thread. Events may come from the client's strand or a node's thread.
+    void set_log_handler(log_handler handler);
 
     /// Closes every connection; operations in flight fail.
     void close();

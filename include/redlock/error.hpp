@@ -27,11 +27,12 @@ enum class error {
     not_owner,             ///< extend or release of a lock that is not (or no longer) ours
     lost,                  ///< the lease expired or could not be extended in time
     stale_token,           ///< a fenced write carried a fencing token below one the resource already accepted
+    rate_limited,          ///< a rate limiter had no room for the call within its wait
 };
 
 /// Classes of errors, for `ec == redlock::condition::timeout` style tests.
 enum class condition {
-    not_acquired = 1,  ///< the lock is held by someone else (not_acquired)
+    not_acquired = 1,  ///< the lock is held by someone else (not_acquired), or a limiter has no room (rate_limited)
     timeout,           ///< a deadline expired (ours, or an Asio/OS timeout)
     connection,        ///< the node (or a quorum of nodes) could not be reached, or the link broke (ours and OS errors)
     protocol,          ///< malformed bytes from the peer (protocol_error and every RESP parser error)

@@ -5,6 +5,7 @@
 // touching the primitives: they only ever see nodes. Tests inject fake nodes through the same seam.
 #pragma once
 
+#include <redlock/connection.hpp>
 #include <redlock/diagnostics.hpp>
 #include <redlock/error.hpp>
 #include <redlock/node_config.hpp>
@@ -69,6 +70,9 @@ public:
     /// The server's Redis version, as connection::server_version() (70015 for 7.0.15); 0 when unknown. Newer
     /// commands (SET ... NX GET, Redis >= 7.0) are not sent to a client whose nodes report an older one.
     virtual std::uint32_t server_version() const { return 0; }
+
+    /// The node's connection counters (client::stats() reports them); zeros for a node that keeps none. Any thread.
+    virtual usage get_usage() const { return {}; }
 
     /// Closes the node's connections; operations in flight fail with error::closed.
     virtual void close() = 0;

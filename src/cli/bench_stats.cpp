@@ -119,6 +119,13 @@ std::string to_json(bench_result r)
             out += (i ? ",\"" : "\"") + r.server_calls[i].first + "\":" + std::to_string(r.server_calls[i].second);
         out += "}";
     }
+    if (r.limiter) {
+        out += ",\"strategy\":\"" + r.limiter->strategy + "\"";
+        out += ",\"rate\":\"" + r.limiter->rate + "\"";
+        out += ",\"burst\":" + std::to_string(r.limiter->burst);
+        out += ",\"admitted\":" + std::to_string(r.limiter->admitted);
+        out += ",\"limited\":" + std::to_string(r.limiter->limited);
+    }
     out += ",\"errors\":" + std::to_string(r.errors);
     out += "}\n";
     return out;
@@ -132,8 +139,17 @@ std::string to_table(bench_result r)
     out += "clients      " + std::to_string(r.clients) + " x " + std::to_string(r.workers) + " worker(s)\n";
     out += "duration     " + fixed(r.seconds, 2) + " s\n";
     out += "operations   " + std::to_string(r.ops) +
-           (r.semaphore ? " (permit acquire + release)\n" : " (lock + release)\n");
-    out += "ops/s        " + fixed(ops_per_sec(r), 1) + "\n";
+           (r.limiter     ? " (decisions)\n"
+            : r.semaphore ? " (permit acquire + release)\n"
+                          : " (lock + release)\n");
+    out += (r.limiter ? "decisions/s  " : "ops/s        ") + fixed(ops_per_sec(r), 1) + "\n";
+    if (r.limiter) {
+        const auto& l = *r.limiter;
+        out += "limiter      " + l.strategy + " " + l.rate +
+               (l.strategy == "gcra" ? ", burst " + std::to_string(l.burst) : "") +
+               " per worker's key: " + std::to_string(l.admitted) + " admitted, " + std::to_string(l.limited) +
+               " limited\n";
+    }
     if (r.ops > 0) {
         out += "cpu/op       " + per_op_or_null(r, r.user_seconds + r.system_seconds, 1e6) +
                " us (this process: user " + per_op_or_null(r, r.user_seconds, 1e6) + " + system " +
@@ -171,7 +187,7 @@ std::string to_table(bench_result r)
     std::snprintf(line, sizeof line, "%-12s %10s %10s %10s %10s\n", "latency us", "p50", "p90", "p99", "max");
     out += line;
     std::snprintf(
-        line, sizeof line, "%-12s %10s %10s %10s %10s\n", "acquire",
+        line, sizeof line, "%-12s %10s %10s %10s %10s\n", r.limiter ? "decision" : "acquire",
         number_or_dash(percentile(r.acquire_us, 50)).c_str(), number_or_dash(percentile(r.acquire_us, 90)).c_str(),
         number_or_dash(percentile(r.acquire_us, 99)).c_str(), number_or_dash(percentile(r.acquire_us, 100)).c_str());
     out += line;

@@ -44,6 +44,15 @@ struct bench_wait_totals {
     std::uint64_t timed_retries = 0;
 };
 
+// The limiter scenario: the limit each worker's key had, and what the decisions were.
+struct bench_limiter_totals {
+    std::string strategy = "gcra";  // as --strategy spells it
+    std::string rate;               // as --rate spells it: "1000/s"
+    std::int64_t burst = 0;
+    std::uint64_t admitted = 0;
+    std::uint64_t limited = 0;
+};
+
 struct bench_result {
     std::string scenario;
     bool fencing = false;
@@ -68,6 +77,8 @@ struct bench_result {
     std::optional<bench_wait_totals> waits;
     std::vector<std::pair<std::string, std::uint64_t>> server_calls;  // per command, over every node
     std::string lock_kind = "plain";                                  // or "fair"
+    // The limiter scenario: an operation is one decision (try_acquire), acquire_us its latency.
+    std::optional<bench_limiter_totals> limiter;
 };
 
 // Exactly the keys scenario, fencing, nodes, clients, workers, ops, ops_per_sec, cpu_us_per_op (user +
@@ -75,7 +86,8 @@ struct bench_result {
 // errors, in this order. A percentile without samples (handoff when uncontended) is null; so are the four
 // per-op figures without operations, and allocs_per_op when allocations were not counted (sanitizer builds).
 // The handoff scenario adds, before errors: lock ("plain" or "fair"), handoffs, handoff_max_us, attempts,
-// woken_by_release, timed_retries and server_calls {command: calls over every node}.
+// woken_by_release, timed_retries and server_calls {command: calls over every node}. The limiter scenario
+// (ops are decisions, acquire_us their latency) adds, before errors: strategy, rate, burst, admitted, limited.
 std::string to_json(bench_result r);
 std::string to_table(bench_result r);
 

@@ -94,6 +94,13 @@ void remember_inherited_fds()
     inherited_fds = open_fds();
 }
 
+void close_own_fds_on_exec()
+{
+    for (int fd : open_fds())
+        if (std::find(inherited_fds.begin(), inherited_fds.end(), fd) == inherited_fds.end())
+            ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC);
+}
+
 std::optional<std::string> resolve_command(const std::string& name, int& error)
 {
     error = ENOENT;

@@ -13,6 +13,10 @@ namespace redlock::cli {
 // (sockets to the nodes, the event loop's) are closed in the command.
 void remember_inherited_fds();
 
+// Marks every descriptor redlock opened since remember_inherited_fds() close-on-exec: for a command that runs in
+// redlock's place (execv), which must inherit the caller's descriptors only.
+void close_own_fds_on_exec();
+
 // Where `name` runs from: itself if it holds a '/', else the first executable match on $PATH.
 // On failure nullopt, with `error` set to ENOENT (not found) or EACCES (found, not executable).
 std::optional<std::string> resolve_command(const std::string& name, int& error);

@@ -1,4 +1,4 @@
-// The `redlock` command-line tool: dispatches to exec, status and bench.
+// The `redlock` command-line tool: dispatches to exec, throttle, status and bench.
 #include "child.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
@@ -23,6 +23,10 @@ int dispatch(const std::string& command, const std::vector<std::string>& args)
         auto o = parse_status(args);
         return o ? run_status(*o) : exit_code::ok;
     }
+    if (command == "throttle") {
+        auto o = parse_throttle(args);
+        return o ? run_throttle(*o) : exit_code::ok;
+    }
     if (command == "bench") {
         auto o = parse_bench(args);
         return o ? run_bench(*o) : exit_code::ok;
@@ -31,7 +35,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args)
         write_stdout(general_usage());
         return exit_code::ok;
     }
-    throw usage_error("unknown command '" + command + "' (exec, status, bench or help)");
+    throw usage_error("unknown command '" + command + "' (exec, throttle, status, bench or help)");
 }
 
 }  // namespace

@@ -73,9 +73,10 @@ exit codes: 0 when a quorum of nodes is reachable (all of them, or a note says w
 )";
 
 const char* bench_help =
-    R"(usage: redlock bench [--nodes URL[,URL...]] [--scenario uncontended|contended|handoff|hold|semaphore]
-                     [--clients C] [--workers W] [--leases L] [--limit L] [--duration D] [--ttl T] [--fencing]
-                     [--fair] [--json]
+    R"(usage: redlock bench [--nodes URL[,URL...]]
+                     [--scenario uncontended|contended|handoff|hold|limiter|semaphore] [--clients C] [--workers W]
+                     [--leases L] [--limit L] [--duration D] [--ttl T] [--fencing] [--fair] [--rate N/PERIOD]
+                     [--burst B] [--strategy S] [--json]
 
 Measures lock latency and throughput against the nodes, and the client CPU time and allocations per
 lock + release.
@@ -91,6 +92,9 @@ lock + release.
   hold         one client takes L leases (--leases, default 100000) with the watchdog, holds them for the
                duration and releases them: memory per lease, client CPU while the watchdog extends them,
                leases lost (none expected)
+  limiter      rate limiter decisions: each worker asks its own key's limiter (--rate, default 1000/s;
+               --burst, default 100; --strategy gcra|fixed-window|sliding-window) for one unit in a loop,
+               without waiting; reports decisions/s, their latency, and how many were admitted (one node)
   semaphore    the workers (default 8 clients x 1 worker) contend for the --limit L permits of one semaphore
                (default: half the workers), each holding a permit about 1 ms, releasing it and asking again
                after a pause of 0 to 3 ms: permits/s, acquire latency, apart for the acquires that found
@@ -105,12 +109,39 @@ takes a fencing token), --json (one JSON object on stdout instead of the table),
 exit codes: 0 after the run; 69 when a quorum of nodes is not reachable at the start; 64 usage error.
 )";
 
+const char* throttle_help = R"(usage: redlock throttle [options] --key NAME --rate N/PERIOD [-- COMMAND [ARG...]]
+
+Waits until the rate limiter NAME has room for this call, takes it, then runs COMMAND in redlock's place
+(exec: COMMAND's exit code, signals and process id are its own), or without COMMAND exits 0. Every process
+that uses the same key and limit, on any host, shares the limit; only the node's clock counts.
+
+options:
+  --nodes URL            the Redis node: exactly one (a rate limiter lives on one node, see
+                         doc/rate-limiting.md); default from $REDLOCK_NODES, else redis://127.0.0.1:6379
+  --key NAME             the limiter's key (required, non-empty)
+  --rate N/PERIOD        N units per PERIOD (required): 10/s, 100/m, 5000/h, 20000/d, 3/1500ms
+  --burst B              GCRA: up to B units more at once after an idle spell (default 0)
+  --cost C               units this call takes (default 1); at most B + 1 (GCRA) or N (windows)
+  --strategy S           gcra (default), fixed-window or sliding-window (doc/rate-limiting.md)
+  --wait DURATION        how long to wait for room; default: wait forever; 0: one try
+  -v, --verbose          the limiter's answer (remaining, reset) on stderr
+  -q, --quiet            nothing but errors on stderr
+  -h, --help             this text
+
+exit codes: COMMAND's own when it ran (0 admitted, without COMMAND); 64 usage error (also a cost above the
+limit, which no wait admits, and more than one node); 69 the node could not be reached until --wait ran out;
+75 no room until --wait ran out; 126/127 COMMAND could not be run (checked before any room is taken);
+128+N interrupted by signal N while waiting.
+)";
+
 const char* general_help = R"(usage: redlock <command> [options]
 
 commands:
   exec [options] -- COMMAND [ARG...]   run COMMAND under a distributed lock
+  throttle --key NAME --rate N/PERIOD [-- COMMAND [ARG...]]
+                                       wait for room in a rate limiter, then run COMMAND
   status --key NAME                    who holds a lock or a semaphore, remaining TTL per node
-  bench [--scenario ...]               lock latency and throughput of a deployment
+  bench [--scenario ...]               lock, semaphore and limiter latency and throughput of a deployment
   help                                 this text
 
 'redlock <command> --help' describes each command. Nodes come from --nodes URL[,URL...], else
@@ -140,6 +171,11 @@ po::variables_map parse_into(const po::options_description& desc, const std::vec
         if (command == "exec")
             throw usage_error("unexpected argument '" + extra.front() +
                                   "': put the command after '--', as in: redlock exec --key NAME -- COMMAND [ARG...]",
+                              command);
+        if (command == "throttle")
+            throw usage_error("unexpected argument '" + extra.front() +
+                                  "': put the command after '--', as in: redlock throttle --key NAME --rate 10/s -- "
+                                  "COMMAND [ARG...]",
                               command);
         throw usage_error("unexpected argument '" + extra.front() + "'", command);
     }
@@ -178,6 +214,43 @@ int positive_int_flag(const po::variables_map& vm, const char* name, int fallbac
     auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
     if (text->empty() || ec != std::errc{} || end != text->data() + text->size() || n < 1)
         throw usage_error(std::string("--") + name + ": '" + *text + "' is not a positive integer", command);
+    return n;
+}
+
+rate_strategy strategy_flag(const po::variables_map& vm, const std::string& command)
+{
+    auto text = string_flag(vm, "strategy");
+    if (!text || *text == "gcra") return rate_strategy::gcra;
+    if (*text == "fixed-window") return rate_strategy::fixed_window;
+    if (*text == "sliding-window") return rate_strategy::sliding_window;
+    throw usage_error("--strategy: '" + *text + "' is not a strategy (gcra, fixed-window or sliding-window)", command);
+}
+
+std::optional<rate_spec> rate_flag(const po::variables_map& vm, const std::string& command)
+{
+    auto text = string_flag(vm, "rate");
+    if (!text) return std::nullopt;
+    auto r = parse_rate(*text);
+    if (!r)
+        throw usage_error("--rate: '" + *text +
+                              "' is not a rate: N/PERIOD with N from 1 to 10^12 and PERIOD s, m, h, d or a DURATION "
+                              "up to 720h (10/s, 100/m, 3/1500ms)",
+                          command);
+    return r;
+}
+
+// A whole number from `least` up; `fallback` when the flag is absent.
+std::int64_t count_flag(const po::variables_map& vm, const char* name, std::int64_t fallback, std::int64_t least,
+                        const std::string& command)
+{
+    auto text = string_flag(vm, name);
+    if (!text) return fallback;
+    std::int64_t n = 0;
+    auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
+    if (text->empty() || ec != std::errc{} || end != text->data() + text->size() || n < least)
+        throw usage_error(
+            std::string("--") + name + ": '" + *text + "' is not a whole number from " + std::to_string(least) + " up",
+            command);
     return n;
 }
 
@@ -375,7 +448,8 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
     desc.add_options()("scenario", po::value<std::string>())("clients", po::value<std::string>())(
         "workers", po::value<std::string>())("duration", po::value<std::string>())("ttl", po::value<std::string>())(
         "fencing", po::bool_switch())("fair", po::bool_switch())("json", po::bool_switch())(
-        "leases", po::value<std::string>())("limit", po::value<std::string>());
+        "leases", po::value<std::string>())("limit", po::value<std::string>())("rate", po::value<std::string>())(
+        "burst", po::value<std::string>())("strategy", po::value<std::string>());
     auto vm = parse_into(desc, args, command);
     if (vm["help"].as<bool>()) {
         write_stdout(bench_help);
@@ -392,12 +466,14 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
             o.kind = bench_options::scenario::handoff;
         else if (*s == "hold")
             o.kind = bench_options::scenario::hold;
+        else if (*s == "limiter")
+            o.kind = bench_options::scenario::limiter;
         else if (*s == "semaphore")
             o.kind = bench_options::scenario::semaphore;
         else
-            throw usage_error(
-                "--scenario: '" + *s + "' is not a scenario (uncontended, contended, handoff, hold or semaphore)",
-                command);
+            throw usage_error("--scenario: '" + *s +
+                                  "' is not a scenario (uncontended, contended, handoff, hold, limiter or semaphore)",
+                              command);
     }
     const bool handoff = o.kind == bench_options::scenario::handoff;
     const bool semaphore_run = o.kind == bench_options::scenario::semaphore;
@@ -420,6 +496,54 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
     o.json = vm["json"].as<bool>();
     o.leases = positive_int_flag(vm, "leases", o.leases, command);
     if (o.leases > 10'000'000) throw usage_error("--leases: at most 10000000", command);
+    const bool limiter = o.kind == bench_options::scenario::limiter;
+    if (!limiter && (vm.count("rate") || vm.count("burst") || vm.count("strategy")))
+        throw usage_error("--rate, --burst and --strategy go with --scenario limiter", command);
+    o.strategy = strategy_flag(vm, command);
+    if (auto r = rate_flag(vm, command)) o.rate = *r;
+    o.burst = count_flag(vm, "burst", o.strategy == rate_strategy::gcra ? o.burst : 0, 0, command);
+    o.nodes = parse_nodes(nodes_flag(vm), command);
+    return o;
+}
+
+}  // namespace redlock::cli
+
+namespace redlock::cli {
+
+std::optional<throttle_options> parse_throttle(const std::vector<std::string>& args)
+{
+    const std::string command = "throttle";
+    // Everything after the first "--" is the command, untouched (its flags are not ours).
+    auto separator = std::find(args.begin(), args.end(), "--");
+    const std::vector<std::string> ours(args.begin(), separator);
+
+    po::options_description desc;
+    add_common(desc);
+    desc.add_options()("key", po::value<std::string>())("rate", po::value<std::string>())(
+        "burst", po::value<std::string>())("cost", po::value<std::string>())("strategy", po::value<std::string>())(
+        "wait", po::value<std::string>());
+    auto vm = parse_into(desc, ours, command);
+    if (vm["help"].as<bool>()) {
+        write_stdout(throttle_help);
+        return std::nullopt;
+    }
+    throttle_options o;
+    o.output = verbosity_flags(vm, command);
+    o.key = key_flag(vm, command);
+    auto rate = rate_flag(vm, command);
+    if (!rate) throw usage_error("--rate N/PERIOD is required (10/s, 100/m, 3/1500ms)", command);
+    o.rate = *rate;
+    o.strategy = strategy_flag(vm, command);
+    if (vm.count("burst") && o.strategy != rate_strategy::gcra)
+        throw usage_error("--burst goes with --strategy gcra: a window's burst is its rate", command);
+    o.burst = count_flag(vm, "burst", 0, 0, command);
+    o.cost = count_flag(vm, "cost", 1, 1, command);
+    if (vm.count("wait")) o.wait = duration_flag(vm, "wait", ms(0), command);
+    if (separator != args.end()) {
+        o.command.assign(separator + 1, args.end());
+        if (o.command.empty()) throw usage_error("no command after '--'", command);
+        if (o.command.front().empty()) throw usage_error("the command name is empty", command);
+    }
     o.nodes = parse_nodes(nodes_flag(vm), command);
     return o;
 }

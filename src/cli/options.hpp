@@ -2,8 +2,10 @@
 #pragma once
 
 #include "output.hpp"
+#include "rate_spec.hpp"
 
 #include <redlock/node_config.hpp>
+#include <redlock/rate_limit.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -50,8 +52,21 @@ struct status_options {
     verbosity output = verbosity::normal;
 };
 
+// `redlock throttle`: wait for room in a rate limiter, then run the command in redlock's place.
+struct throttle_options {
+    std::vector<node_config> nodes;
+    std::string key;
+    rate_spec rate;
+    std::int64_t burst = 0;
+    std::int64_t cost = 1;
+    rate_strategy strategy = rate_strategy::gcra;
+    std::optional<ms> wait;  // nullopt: wait forever
+    verbosity output = verbosity::normal;
+    std::vector<std::string> command;  // empty: exit 0 once admitted
+};
+
 struct bench_options {
-    enum class scenario { uncontended, contended, handoff, hold, semaphore };
+    enum class scenario { uncontended, contended, handoff, hold, limiter, semaphore };
     std::vector<node_config> nodes;
     scenario kind = scenario::uncontended;
     // The defaults of uncontended: one client shared by 64 requests in flight, as in a service. Contended
@@ -64,7 +79,11 @@ struct bench_options {
     bool fair = false;  // handoff: a fair lock
     bool json = false;
     int leases = 100'000;  // hold: how many leases one client holds with the watchdog
-    int limit = 0;         // semaphore: the permits the workers contend for; 0: half the workers (bench_semaphore.cpp)
+    // limiter: each worker's own key under this limit
+    rate_strategy strategy = rate_strategy::gcra;
+    rate_spec rate{1000, std::chrono::seconds(1)};
+    std::int64_t burst = 100;
+    int limit = 0;  // semaphore: the permits the workers contend for; 0: half the workers (bench_semaphore.cpp)
     verbosity output = verbosity::normal;
 };
 
@@ -73,6 +92,7 @@ struct bench_options {
 std::optional<exec_options> parse_exec(const std::vector<std::string>& args);
 std::optional<status_options> parse_status(const std::vector<std::string>& args);
 std::optional<bench_options> parse_bench(const std::vector<std::string>& args);
+std::optional<throttle_options> parse_throttle(const std::vector<std::string>& args);
 
 // The node list: --nodes values (comma or space separated, repeatable), else $REDLOCK_NODES, else
 // redis://127.0.0.1:6379. Throws usage_error for a malformed URL or a node listed twice.

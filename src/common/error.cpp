@@ -45,6 +45,8 @@ public:
                 return "the lease was lost";
             case error::stale_token:
                 return "a newer fencing token has already written to the resource";
+            case error::rate_limited:
+                return "rate limited: no room for the call within the wait";
         }
         return "redlock error " + std::to_string(ev);
     }
@@ -53,6 +55,7 @@ public:
     {
         switch (static_cast<error>(ev)) {
             case error::not_acquired:
+            case error::rate_limited:
                 return condition::not_acquired;
             case error::timeout:
                 return condition::timeout;
@@ -87,7 +90,7 @@ public:
     {
         switch (static_cast<condition>(ev)) {
             case condition::not_acquired:
-                return "the lock was not acquired";
+                return "the lock or the rate limiter's room was not acquired";
             case condition::timeout:
                 return "a deadline expired";
             case condition::connection:

@@ -34,6 +34,7 @@ public:
     }
     void set_message_handler(message_handler handler) override { conn_.set_message_handler(std::move(handler)); }
     std::uint32_t server_version() const override { return conn_.server_version(); }
+    usage get_usage() const override { return conn_.get_usage(); }
     void close() override { conn_.close(); }
 
 private:

@@ -45,7 +45,10 @@ std::vector<node_outcome> fan_out_state::outcomes(const std::vector<std::string>
 }
 
 node_set::node_set(const asio::any_io_executor& ex, std::vector<node_config> configs, const node_factory& factory)
-    : io_executor_(ex), strand_(make_strand_of(ex)), configs_(std::move(configs))
+    : io_executor_(ex),
+      strand_(make_strand_of(ex)),
+      configs_(std::move(configs)),
+      errors_(std::make_shared<std::vector<std::atomic<std::uint64_t>>>(configs_.size()))
 {
     for (const auto& config : configs_) {
         nodes_.push_back(factory ? factory(ex, config) : make_connection_node(ex, config));
@@ -64,8 +67,9 @@ std::shared_ptr<fan_out_state> node_set::start(std::shared_ptr<const request> re
     state->routing_key = std::move(routing_key);
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
         if (only && std::find(only->begin(), only->end(), i) == only->end()) continue;
-        auto done = asio::bind_executor(strand_, [state, i, classify](error_code ec) {
+        auto done = asio::bind_executor(strand_, [state, i, classify, errors = errors_](error_code ec) {
             if (state->results[i]) return;  // a node that completes twice is ignored
+            if (ec) (*errors)[i].fetch_add(1, std::memory_order_relaxed);
             state->results[i] = ec;
             state->votes[i] = classify(ec, state->replies[i]);
             state->tally.add(state->votes[i]);

@@ -13,6 +13,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -81,6 +82,8 @@ public:
     const std::vector<node_config>& configs() const noexcept { return configs_; }
     const std::vector<std::string>& names() const noexcept { return names_; }
     node& at(std::size_t i) noexcept { return *nodes_[i]; }
+    /// How many answers of node i were failures (any thread).
+    std::uint64_t errors(std::size_t i) const noexcept { return (*errors_)[i].load(std::memory_order_relaxed); }
     /// Every node runs requests whose keys span hash slots (node::cross_slot_requests; asked once).
     bool cross_slot_requests() const noexcept { return cross_slot_requests_; }
     /// True unless a node told a Redis version older than `version` (nodes that have not told yet do not count).
@@ -136,6 +139,8 @@ private:
     std::vector<node_config> configs_;
     std::vector<std::string> names_;
     std::vector<std::unique_ptr<node>> nodes_;
+    // Shared with the nodes' callbacks, which may complete after the node set is gone.
+    std::shared_ptr<std::vector<std::atomic<std::uint64_t>>> errors_;
     bool cross_slot_requests_ = true;
 };
 

@@ -12,7 +12,11 @@
  * rename()) at most once per millisecond of monotonic time.
  *
  * Faked: clock_gettime(CLOCK_REALTIME / CLOCK_REALTIME_COARSE), gettimeofday, time,
- * timespec_get. Monotonic clocks stay real (Redis' timers use them; key expiry does not).
+ * timespec_get. Monotonic clocks stay real (Redis' timers use them; key expiry does not),
+ * unless env REDLOCK_CLOCKSHIM_MONOTONIC_RATE names a rate (say 1.5): then CLOCK_MONOTONIC
+ * (and _COARSE) advance that many times as fast as real time from the process start, for a
+ * client whose timers run fast or slow (std::chrono::steady_clock, Asio's timers). A fixed
+ * rate keeps them monotonic, as they must be.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -34,6 +38,10 @@ static unsigned seq_;
 static int64_t offset_ns_;
 static int64_t rate_ppm_ = RATE_ONE;
 static int64_t since_ns_;
+
+/* The monotonic rate, fixed at start: 0 when the monotonic clocks stay real. */
+static int64_t monotonic_rate_ppm_;
+static int64_t monotonic_base_ns_;
 
 static int initialised_; /* 0: not yet, 1: busy, 2: done */
 static char path_[4096]; /* copied: redis rewrites its environment for the process title */
@@ -138,6 +146,18 @@ static void initialise(void)
     }
     const char* path = getenv("REDLOCK_CLOCKSHIM_FILE");
     if (path != NULL && strlen(path) < sizeof path_) memcpy(path_, path, strlen(path) + 1);
+    const char* monotonic = getenv("REDLOCK_CLOCKSHIM_MONOTONIC_RATE");
+    int64_t unused_offset;
+    int64_t rate_ppm;
+    /* "0 <rate>": the setting's syntax with a zero offset */
+    char setting[64] = "0 ";
+    if (monotonic != NULL && strlen(monotonic) < sizeof setting - 3) {
+        memcpy(setting + 2, monotonic, strlen(monotonic) + 1);
+        if (parse_setting(setting, &unused_offset, &rate_ppm) && rate_ppm > 0) {
+            monotonic_base_ns_ = raw_ns(CLOCK_MONOTONIC);
+            monotonic_rate_ppm_ = rate_ppm;
+        }
+    }
     __atomic_store_n(&since_ns_, raw_ns(CLOCK_REALTIME), __ATOMIC_RELAXED);
     __atomic_store_n(&initialised_, 2, __ATOMIC_RELEASE);
 }
@@ -182,11 +202,21 @@ static void to_timespec(int64_t ns, struct timespec* ts)
     ts->tv_nsec = (long)rest;
 }
 
+static int64_t fake_monotonic_ns(int64_t real)
+{
+    initialise();
+    if (__atomic_load_n(&initialised_, __ATOMIC_ACQUIRE) != 2 || monotonic_rate_ppm_ == 0) return real;
+    __int128 elapsed = (__int128)(real - monotonic_base_ns_) * monotonic_rate_ppm_ / RATE_ONE;
+    return monotonic_base_ns_ + (int64_t)elapsed;
+}
+
 int clock_gettime(clockid_t clock, struct timespec* ts)
 {
     long rc = syscall(SYS_clock_gettime, clock, ts);
     if (rc == 0 && (clock == CLOCK_REALTIME || clock == CLOCK_REALTIME_COARSE)) {
         to_timespec(fake_ns((int64_t)ts->tv_sec * NS_PER_S + ts->tv_nsec), ts);
+    } else if (rc == 0 && (clock == CLOCK_MONOTONIC || clock == CLOCK_MONOTONIC_COARSE)) {
+        to_timespec(fake_monotonic_ns((int64_t)ts->tv_sec * NS_PER_S + ts->tv_nsec), ts);
     }
     return (int)rc;
 }

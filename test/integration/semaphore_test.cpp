@@ -4,6 +4,8 @@
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/data/test_case.hpp>
@@ -263,6 +265,56 @@ BOOST_AUTO_TEST_CASE(set_limit_up_wakes_waiters_and_down_revokes_nothing)
         BOOST_TEST(!e5, e5.message());
         co_await fifth.async_release(asio::use_awaitable);
     });
+}
+
+// 12 coroutines of 3 clients take and give back permits while the limit moves between 2 and 4: every grant
+// fits the limit in force (the larger one while a change is on its way), and the grants go on throughout.
+BOOST_AUTO_TEST_CASE(set_limit_under_load_bounds_every_grant_by_the_limit_in_force)
+{
+    cluster nodes(3);
+    asio::io_context ctx;
+    std::vector<std::unique_ptr<redlock::client>> clients;
+    for (int i = 0; i < 4; ++i)
+        clients.push_back(std::make_unique<redlock::client>(ctx.get_executor(), configs(nodes)));
+    int inside = 0, over = 0, grants = 0;
+    std::int64_t ceiling = 2;  // the largest limit a node may have right now
+    bool done = false;
+    auto worker = [&](redlock::client& c) -> asio::awaitable<void> {
+        redlock::semaphore s(c, name, 2, options(30'000ms));
+        while (!done) {
+            auto [ec, p] = co_await s.async_acquire(use_tuple);
+            if (ec) continue;
+            ++grants;
+            if (++inside > ceiling) ++over;
+            co_await sleep_for(std::chrono::milliseconds(1 + grants % 4));
+            --inside;  // before the release: the nodes count it until then
+            co_await p.async_release(use_tuple);
+        }
+    };
+    run_coro(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+            for (auto& c : clients) co_await c->async_connect(asio::use_awaitable);
+            for (int i = 0; i < 12; ++i)
+                asio::co_spawn(ctx, worker(*clients[static_cast<std::size_t>(i % 3)]), asio::detached);
+            redlock::semaphore admin(*clients[3], name, 2);
+            for (int round = 0; round < 8; ++round) {
+                co_await sleep_for(100ms);
+                const std::int64_t next = round % 2 == 0 ? 4 : 2;
+                ceiling = std::max(ceiling, next);  // a grant may see the larger while the change is on its way
+                co_await admin.async_set_limit(next, asio::use_awaitable);
+                // Set on every node. A grant decided before may still be completing in its client: then no
+                // grant exceeds the new limit (the holders above a smaller one give back within ms).
+                co_await sleep_for(100ms);
+                ceiling = next;
+            }
+            done = true;
+            while (inside > 0) co_await sleep_for(5ms);
+            co_await sleep_for(100ms);
+        },
+        120s);
+    BOOST_TEST(over == 0);
+    BOOST_TEST(grants > 100);
 }
 
 // The nodes keep the limit, and the quorum follows the limit they report: a caller that says 1 (Q = 2 of 3)

@@ -68,9 +68,14 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
     std::optional<asio::steady_timer> gate_wait;  // only when another attempt of this client holds the gate
     wait_summary unreported;
     auto& summary = diag ? access::waiting(*diag) : unreported;
-    const auto aborted = [] {
-        return std::tuple{make_error_code(asio::error::operation_aborted), std::shared_ptr<lease_state>{}};
+    const auto started = clock::now();
+    bool woken_by_message = false;  // the last wait ended on a release message
+    // Every way out is counted (client::stats()).
+    const auto end = [&](error_code ec, std::shared_ptr<lease_state> granted) {
+        client->counters().acquire_ended(ec, clock::now() - started, summary, granted && woken_by_message);
+        return std::tuple{ec, std::move(granted)};
     };
+    const auto aborted = [&] { return end(make_error_code(asio::error::operation_aborted), nullptr); };
 
     for (std::uint64_t n = 1;; ++n) {
         attempt_result result;
@@ -92,13 +97,13 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
             attempt_took = clock::now() - sent;
             if (!result.failure || result.refused) watcher.acting_on_release = false;  // it had its answer
         }  // the outcome is known: the client's next waiter may try
-        if (!result.failure) co_return std::tuple{error_code{}, std::move(result.granted)};
+        if (!result.failure) co_return end({}, std::move(result.granted));
         if (result.failure == asio::error::operation_aborted) co_return aborted();
 
         if (clock::now() >= plan.wait_until) {
             if (diag && !wakeups.refusal().empty() && n > 1)
                 access::set_client_message(*diag, std::string(diag->client_message()) + "; " + wakeups.refusal());
-            co_return std::tuple{result.failure, nullptr};
+            co_return end(result.failure, nullptr);
         }
         if (result.refused && !notified_before) {
             // Subscribe, then check again: a release between the refusal and the subscription has no message
@@ -116,6 +121,7 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
             }
             if (wakeups.reliable(plan.channels)) {
                 summary.notified = true;
+                woken_by_message = false;  // a check, not a release
                 continue;
             }
         }
@@ -124,6 +130,7 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
                 if (i < watcher.freed.size()) watcher.freed[i] = true;
         if (watcher.woken) {  // released while this attempt was on its way
             ++summary.woken_by_release;
+            woken_by_message = true;
             continue;
         }
         // A split vote undone: the contenders' clean-ups freed a quorum, and every contender learns it at the same
@@ -148,7 +155,8 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
         co_await watcher.timer.async_wait(asio::as_tuple(asio::use_awaitable));
         watcher.pausing = false;
         if (cancelled(co_await asio::this_coro::cancellation_state)) co_return aborted();
-        ++(watcher.woken || split ? summary.woken_by_release : summary.timed_retries);
+        woken_by_message = watcher.woken || split;
+        ++(woken_by_message ? summary.woken_by_release : summary.timed_retries);
     }
 }
 

@@ -68,6 +68,23 @@ const std::vector<node_config>& client::nodes() const noexcept
 {
     return impl_->nodes().configs();
 }
+client_stats client::stats() const
+{
+    client_stats out;
+    impl_->counters().snapshot(out);
+    const auto& nodes = impl_->nodes();
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        out.nodes.push_back({nodes.names()[i], nodes.errors(i), impl_->nodes().at(i).get_usage()});
+        out.subscriptions_restored += out.nodes.back().connection.resubscribes;
+    }
+    return out;
+}
+
+void client::set_log_handler(log_handler handler)
+{
+    impl_->set_log_handler(std::move(handler));
+}
+
 void client::close()
 {
     impl_->nodes().close();

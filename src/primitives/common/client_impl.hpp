@@ -2,15 +2,19 @@
 #pragma once
 
 #include "primitives/common/attempt_gate.hpp"
+#include "primitives/common/client_counters.hpp"
 #include "primitives/common/lease_keeper.hpp"
 #include "primitives/common/release_wakeups.hpp"
 #include "quorum/node_set.hpp"
 
 #include <redlock/diagnostics.hpp>
+#include <redlock/logging.hpp>
 
 #include <boost/asio/awaitable.hpp>
 
 #include <memory>
+#include <mutex>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -20,7 +24,7 @@ class client_impl {
 public:
     client_impl(const boost::asio::any_io_executor& ex, std::vector<node_config> configs, const node_factory& factory)
         : nodes_(ex, std::move(configs), factory),
-          wakeups_(release_wakeups::make(nodes_)),
+          wakeups_(release_wakeups::make(nodes_, [this](log_level l, std::string_view m) { log(l, m); })),
           keeper_(std::make_shared<lease_keeper>(nodes_.strand()))
     {}
 
@@ -36,6 +40,25 @@ public:
     bool plain_acquire_usable() const noexcept { return plain_acquire_usable_; }
     void reject_plain_acquire() noexcept { plain_acquire_usable_ = false; }
 
+    client_counters& counters() noexcept { return counters_; }
+    const client_counters& counters() const noexcept { return counters_; }
+    /// Hands `message` to the client's log handler, if one is set (any thread).
+    void log(log_level level, std::string_view message) const
+    {
+        std::shared_ptr<const log_handler> handler;
+        {
+            std::lock_guard lock(log_mutex_);
+            handler = log_handler_;
+        }
+        if (handler && *handler) (*handler)(level, message);
+    }
+    void set_log_handler(log_handler handler)
+    {
+        auto h = std::make_shared<const log_handler>(std::move(handler));
+        std::lock_guard lock(log_mutex_);
+        log_handler_ = std::move(h);
+    }
+
     /// Waits until a quorum of nodes connected, or too many failed for one to; `diag` may be null. Static:
     /// the coroutine owns the client's state, which may otherwise die with the client during the wait.
     static boost::asio::awaitable<std::tuple<error_code>> connect(std::shared_ptr<client_impl> self, diagnostics* diag);
@@ -46,6 +69,9 @@ private:
     attempt_gates gates_;
     std::shared_ptr<lease_keeper> keeper_;
     bool plain_acquire_usable_ = true;
+    client_counters counters_;
+    mutable std::mutex log_mutex_;
+    std::shared_ptr<const log_handler> log_handler_;
 };
 
 }  // namespace redlock::detail

@@ -187,6 +187,7 @@ error_code lease_state::conclude_extension(clock::time_point start, std::shared_
         if (until > valid_until()) set_valid_until(until);
         server_remaining_ = remaining_on_quorum(*result);
         last_extension_failed_ = false;
+        client_->counters().extension(true);
         if (keeper_entry_) schedule_next();  // from the new grant
         if (protocol_.needs_repair)
             asio::co_spawn(strand(), repair(shared_from_this(), std::move(result), late_answers),
@@ -195,6 +196,7 @@ error_code lease_state::conclude_extension(clock::time_point start, std::shared_
     }
     last_extension_failed_ = true;
     last_extension_failure_ = tally_text(result->tally, "extended", "not ours");
+    client_->counters().extension(false);
     if (diag) access::set_client_message(*diag, "the extension failed: " + last_extension_failure_);
     if (!outcome.lease_lost) return outcome.ec;
     // A grant that arrives after the validity ended does not revive the lease; "not ours" on so many nodes that
@@ -282,7 +284,9 @@ asio::awaitable<std::tuple<error_code>> lease_state::release(std::shared_ptr<lea
         if (was_lost) access::set_client_message(*diag, "the lease had been lost: " + self->lost_why_);
     }
     if (result->cancelled && !was_lost) co_return std::tuple{make_error_code(asio::error::operation_aborted)};
-    co_return std::tuple{decide_release(result->tally, was_lost)};
+    const auto ec = decide_release(result->tally, was_lost);
+    self->client_->counters().release(!ec);
+    co_return std::tuple{ec};
 }
 
 bool lease_state::stop_holding()
@@ -325,6 +329,8 @@ void lease_state::declare_lost(std::string why)
     status_ = status::lost;
     lost_why_ = std::move(why);
     lost_.store(true, std::memory_order_relaxed);
+    client_->counters().loss();
+    client_->log(log_level::warning, "lease of " + keys_.front() + " lost: " + lost_why_);
     unschedule();
     finish_waiters(error::lost);
 }

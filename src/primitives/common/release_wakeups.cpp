@@ -22,9 +22,9 @@ std::string clean_up_id(const std::string& token, std::uint64_t n)
     return clean_up_mark + token + ":" + std::to_string(n);
 }
 
-std::shared_ptr<release_wakeups> release_wakeups::make(node_set& nodes)
+std::shared_ptr<release_wakeups> release_wakeups::make(node_set& nodes, logger log)
 {
-    std::shared_ptr<release_wakeups> self(new release_wakeups(nodes));
+    std::shared_ptr<release_wakeups> self(new release_wakeups(nodes, std::move(log)));
     std::weak_ptr<release_wakeups> weak = self;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         nodes.at(i).set_message_handler(
@@ -105,10 +105,12 @@ void release_wakeups::on_subscribed(const std::string& channel, std::uint64_t ge
         state.nodes[node] = node_state::confirmed;
     } else if (ec == error::server_error) {
         state.nodes[node] = node_state::refused;
-        if (refusal_.empty())
+        if (refusal_.empty()) {
             refusal_ = "node " + names_[node] + " refused the subscription to release messages (" +
                        std::string(diag.message()) +
                        "): waiters retry at the holder's remaining TTL instead of waking on a release";
+            if (log_) log_(log_level::warning, refusal_);
+        }
     } else {
         state.nodes[node] = node_state::none;  // down or slow: the next refused waiter asks again
     }

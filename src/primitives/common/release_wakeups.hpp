@@ -3,6 +3,8 @@
 
 #include "quorum/node_set.hpp"
 
+#include <redlock/logging.hpp>
+
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
@@ -53,8 +55,10 @@ public:
     /// How long a channel stays subscribed after its last watcher left.
     static constexpr std::chrono::milliseconds linger{2000};
 
-    /// Routes the nodes' messages here; `nodes` must outlive this object's synchronous calls.
-    static std::shared_ptr<release_wakeups> make(node_set& nodes);
+    /// Routes the nodes' messages here; `nodes` must outlive this object's synchronous calls. `log` hears the
+    /// first refused subscription.
+    using logger = std::function<void(log_level, std::string_view)>;
+    static std::shared_ptr<release_wakeups> make(node_set& nodes, logger log = {});
 
     /// Registers `w` on `channels` (no I/O). Unwatch before `w` dies.
     void watch(const std::vector<std::string>& channels, release_watcher& w);
@@ -91,8 +95,9 @@ private:
         std::chrono::steady_clock::time_point idle_since{};  // when its last watcher left
     };
 
-    explicit release_wakeups(node_set& nodes)
-        : nodes_(nodes),
+    release_wakeups(node_set& nodes, logger log)
+        : log_(std::move(log)),
+          nodes_(nodes),
           names_(nodes.names()),
           quorum_(nodes.majority()),
           need_(nodes.size() - nodes.majority() + 1),
@@ -106,6 +111,7 @@ private:
     void schedule_sweep();
     void sweep();
 
+    logger log_;
     node_set& nodes_;
     std::vector<std::string> names_;
     std::size_t quorum_;

@@ -60,6 +60,7 @@ asio::awaitable<std::shared_ptr<fan_out_state>> acquire_on_nodes(const plain_loc
             rejected = rejected || (result->answered(i) && lock_scripts::set_acquire_rejected(result->replies[i]));
         if (result->cancelled || !rejected) co_return result;
         call.client->reject_plain_acquire();
+        call.client->log(log_level::info, "a node rejected the plain SET NX acquire: this client acquires by script");
         if (result->tally.decide() == quorum_tally::decision::reached) co_return result;
     }
     co_return co_await nodes.fan_out(lock.script_acquire(), key, lock_scripts::classify_acquire, call.quorum);
@@ -96,6 +97,7 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
     co_await asio::this_coro::throw_if_cancelled(false);
     if (diag) diag->clear();
     if (auto why = invalid_arguments(*client, keys, o, owner); !why.empty()) {
+        client->counters().acquire_ended(make_error_code(error::invalid_argument), {}, {}, false);
         if (diag) access::set_client_message(*diag, why);
         co_return std::tuple{make_error_code(error::invalid_argument), lease{}};
     }

@@ -89,6 +89,7 @@ asio::awaitable<std::tuple<error_code, permit>> acquire(std::shared_ptr<client_i
     co_await asio::this_coro::throw_if_cancelled(false);
     if (diag) diag->clear();
     if (auto why = invalid_semaphore_arguments(*client, name, limit, permits, o); !why.empty()) {
+        client->counters().acquire_ended(make_error_code(error::invalid_argument), {}, {}, false);
         if (diag) access::set_client_message(*diag, why);
         co_return std::tuple{make_error_code(error::invalid_argument), permit{}};
     }

@@ -70,6 +70,31 @@ BOOST_AUTO_TEST_CASE(handoff_json_adds_waiting_and_server_calls)
     BOOST_TEST(o.at("server_calls").as_object().at("evalsha").as_int64() == 24);
 }
 
+// The limiter scenario: ops are decisions; the limit and the outcomes come before errors.
+BOOST_AUTO_TEST_CASE(limiter_json_adds_the_limit_and_the_outcomes)
+{
+    auto r = sample_result();
+    r.scenario = "limiter";
+    r.limiter = redlock::cli::bench_limiter_totals{"gcra", "1000/s", 100, 700, 300};
+    const auto o = parse_object(to_json(r));
+    std::vector<std::string> keys;
+    for (const auto& kv : o) keys.emplace_back(kv.key());
+    const std::vector<std::string> tail{"handoff_us", "strategy", "rate", "burst", "admitted", "limited", "errors"};
+    BOOST_REQUIRE(keys.size() > tail.size());
+    BOOST_TEST(std::vector<std::string>(keys.end() - static_cast<std::ptrdiff_t>(tail.size()), keys.end()) == tail,
+               boost::test_tools::per_element());
+    BOOST_TEST(o.at("ops_per_sec").as_double() == 500.0);  // decisions per second
+    BOOST_TEST(o.at("rate").as_string() == "1000/s");
+    BOOST_TEST(o.at("admitted").as_int64() == 700);
+    BOOST_TEST(o.at("limited").as_int64() == 300);
+    const auto text = to_table(r);
+    BOOST_TEST(text.find("decisions/s  500.0") != std::string::npos, text);
+    BOOST_TEST(text.find("limiter      gcra 1000/s, burst 100 per worker's key: 700 admitted, 300 limited") !=
+                   std::string::npos,
+               text);
+    BOOST_TEST(text.find("decision ") != std::string::npos, text);
+}
+
 // INFO commandstats, as Redis 7 writes it (subcommands as "config|resetstat"): calls per command, summed over
 // nodes, without the benchmark's own bookkeeping.
 BOOST_AUTO_TEST_CASE(command_stats_are_summed_over_nodes_without_bookkeeping)

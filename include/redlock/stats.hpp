@@ -1,0 +1,66 @@
+// What a client has done so far, for dashboards and alerts: client::stats() and its Prometheus text.
+#pragma once
+
+#include <redlock/connection.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redlock {
+
+/// A cumulative histogram with fixed bucket bounds, as Prometheus reads one.
+struct latency_histogram {
+    /// Upper bounds of the buckets, in seconds (the last bucket, +Inf, is implied): from 0.25 ms to 10 s.
+    static constexpr std::array<double, 14> bounds{0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                   0.05,    0.1,    0.25,  0.5,    1.0,   2.5,  10.0};
+    /// counts[i]: observations <= bounds[i] (cumulative); counts.back(): all of them (+Inf).
+    std::array<std::uint64_t, bounds.size() + 1> counts{};
+    double sum_seconds = 0;
+    std::uint64_t count() const noexcept { return counts.back(); }
+};
+
+/// Why acquisitions failed (the error each lock or acquire call completed with).
+struct acquire_failures {
+    std::uint64_t not_acquired = 0;      ///< held by others until the wait ran out
+    std::uint64_t no_quorum = 0;         ///< too few nodes answered
+    std::uint64_t timeout = 0;           ///< granted too late (validity below the minimum)
+    std::uint64_t cancelled = 0;         ///< the caller cancelled
+    std::uint64_t invalid_argument = 0;  ///< refused before any I/O
+    std::uint64_t other = 0;
+};
+
+/// One node: what its requests and its connection went through.
+struct node_stats {
+    std::string node;          ///< the node's URL without password
+    std::uint64_t errors = 0;  ///< its answers that were failures (timeouts, connection errors, error replies)
+    usage connection;          ///< the connection's own counters (connects, disconnects, resubscribes...)
+};
+
+/// A snapshot of a client's counters since it was made. Every lock kind and semaphore of the client counts here.
+struct client_stats {
+    std::uint64_t acquires = 0;  ///< leases granted (locks and permits)
+    acquire_failures failures;
+    latency_histogram acquire_latency;     ///< from the call to the grant, waiting included
+    std::uint64_t handoffs = 0;            ///< grants that a release message started (a waiter taking over)
+    std::uint64_t wakeups_by_message = 0;  ///< waits that a release message ended
+    std::uint64_t wakeups_by_timer = 0;    ///< waits that a timer ended (a holder's TTL, a heartbeat, a retry delay)
+    std::uint64_t extensions = 0;          ///< successful extensions (the watchdog's and async_extend's)
+    std::uint64_t extension_failures = 0;
+    std::uint64_t releases = 0;  ///< releases that a quorum confirmed
+    std::uint64_t release_failures = 0;
+    std::uint64_t losses = 0;  ///< leases lost (validity ended without an extension, or taken by others)
+    /// Release-channel subscriptions restored after reconnects, over every node.
+    std::uint64_t subscriptions_restored = 0;
+    std::vector<node_stats> nodes;
+};
+
+/// The snapshot in the Prometheus text exposition format 0.0.4 (`# HELP`, `# TYPE`, counters ending in
+/// `_total`, the latency as a histogram), every name starting with `prefix` + "_". Append it to a /metrics
+/// response; `labels` (e.g. `service="orders"`, already escaped) go on every sample.
+std::string to_prometheus(const client_stats& stats, std::string_view prefix = "redlock", std::string_view labels = {});
+
+}  // namespace redlock

@@ -1,0 +1,239 @@
+// The fair semaphore on 1, 3 and 5 real nodes (one down): permits in the order of arrival across clients, a
+// request of several permits at the head that waits and holds back those behind it, and dead waiters that stop
+// blocking within one waiter TTL.
+#include <redlock/redlock.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <common/lock_checks.hpp>
+#include <common/node_setups.hpp>
+#include <common/redis_node.hpp>
+#include <common/run_coro.hpp>
+#include <thread>
+
+namespace asio = boost::asio;
+namespace data = boost::unit_test::data;
+using namespace std::chrono_literals;
+using redlock::error_code;
+using redlock::test::cluster;
+using redlock::test::configs;
+using redlock::test::run_coro;
+using redlock::test::sleep_for;
+using steady = std::chrono::steady_clock;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+const std::string name = "fifo-permits";
+const std::string queue_key = "{fifo-permits}:queue";
+
+redlock::semaphore_options fair(std::chrono::milliseconds waiter_ttl = 2000ms)
+{
+    redlock::semaphore_options o;
+    o.ttl = 30'000ms;
+    o.wait = 60'000ms;
+    o.node_timeout = 300ms;
+    o.fair = true;
+    o.waiter_ttl = waiter_ttl;
+    return o;
+}
+
+std::size_t queued(const redlock::test::redis_node& node)
+{
+    return std::stoul(node.cli({"ZCARD", queue_key}));
+}
+
+asio::awaitable<bool> until_queued(const redlock::test::redis_node& node, std::size_t n)
+{
+    const auto deadline = steady::now() + 5s;
+    while (queued(node) != n) {
+        if (steady::now() >= deadline) co_return false;
+        co_await sleep_for(2ms);
+    }
+    co_return true;
+}
+
+const auto setups =
+    data::make({redlock::test::node_setup{1, 0}, redlock::test::node_setup{3, 0}, redlock::test::node_setup{5, 1}});
+
+}  // namespace
+
+// (Outside the anonymous namespace: the data test cases are templates.) Waiters of a process that stops for good (its
+// io_context stopped: no heartbeat, no leave).
+class frozen_process {
+public:
+    explicit frozen_process(const cluster& nodes)
+        : work_(asio::make_work_guard(ctx_)),
+          client_(ctx_.get_executor(), configs(nodes)),
+          thread_([this] { ctx_.run(); })
+    {}
+    ~frozen_process() { freeze(); }
+    void acquire(std::int64_t limit, const redlock::semaphore_options& o)
+    {
+        redlock::semaphore(client_, name, limit, o).async_acquire([](error_code, redlock::permit) {});
+    }
+    void freeze()
+    {
+        ctx_.stop();
+        if (thread_.joinable()) thread_.join();
+    }
+
+private:
+    asio::io_context ctx_;
+    asio::executor_work_guard<asio::io_context::executor_type> work_;
+    redlock::client client_;
+    std::thread thread_;
+};
+
+// Limit 2, both permits held; 3 clients x 10 waiters, each started once the one before it is queued. Every
+// grant goes to the first in line, however the permits come free. The order is read on node 0 (where each
+// permit is scored by the server time of its grant there): two grants in a row may complete in either order
+// in the clients, which share one thread.
+BOOST_DATA_TEST_CASE(permits_are_granted_in_the_order_of_arrival_across_clients, setups, s)
+{
+    cluster nodes(static_cast<std::size_t>(s.nodes));
+    redlock::test::stop_minority(nodes, s);
+    asio::io_context ctx;
+    std::vector<std::unique_ptr<redlock::client>> clients;
+    for (int i = 0; i < 3; ++i)
+        clients.push_back(std::make_unique<redlock::client>(ctx.get_executor(), configs(nodes)));
+    redlock::client holders(ctx.get_executor(), configs(nodes));
+    constexpr int waiters = 30;
+    std::vector<int> grants;
+    std::vector<long long> granted_at(waiters, 0);  // node 0's score of each waiter's permit: grant time + ttl
+    std::vector<std::string> failures;
+    int inside = 0, most = 0, barged = 0;
+
+    auto waiter = [&](redlock::client& c, int index) -> asio::awaitable<void> {
+        redlock::diagnostics diag;
+        auto [ec, p] = co_await redlock::semaphore(c, name, 2, fair()).async_acquire(1, diag, use_tuple);
+        if (ec) {
+            failures.push_back(ec.message() + ": " + std::string(diag.message()));
+            co_return;
+        }
+        grants.push_back(index);
+        granted_at[static_cast<std::size_t>(index)] = std::stoll(nodes[0].cli({"ZSCORE", name, p.id()}));
+        most = std::max(most, ++inside);
+        co_await sleep_for(std::chrono::milliseconds(3 + index % 7));  // permits come free out of order
+        --inside;
+        co_await p.async_release(use_tuple);
+    };
+    run_coro(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+            for (auto& c : clients) co_await c->async_connect(asio::use_awaitable);
+            co_await holders.async_connect(asio::use_awaitable);
+            auto [e1, a] = co_await redlock::semaphore(holders, name, 2, fair()).async_acquire(use_tuple);
+            auto [e2, b] = co_await redlock::semaphore(holders, name, 2, fair()).async_acquire(use_tuple);
+            BOOST_REQUIRE_MESSAGE(!e1 && !e2, e1.message() << " / " << e2.message());
+            for (int i = 0; i < waiters; ++i) {
+                asio::co_spawn(ctx, waiter(*clients[static_cast<std::size_t>(i % 3)], i), asio::detached);
+                BOOST_REQUIRE(co_await until_queued(nodes[0], static_cast<std::size_t>(i + 1)));
+            }
+            co_await a.async_release(use_tuple);
+            co_await sleep_for(5ms);
+            co_await b.async_release(use_tuple);
+            // Meanwhile a try-acquire of another client must never get past the queue.
+            redlock::semaphore barger(holders, name, 2, fair());
+            while (static_cast<int>(grants.size() + failures.size()) < waiters) {
+                const bool queue_left = static_cast<int>(grants.size()) < waiters - 2;
+                auto [e, p] = co_await barger.async_try_acquire(use_tuple);
+                if (!e && queue_left) ++barged;
+                if (!e) co_await p.async_release(use_tuple);
+                co_await sleep_for(1ms);
+            }
+        },
+        120s);
+    std::string all;
+    for (const auto& f : failures) all += f + "; ";
+    BOOST_TEST(failures.empty(), all);
+    BOOST_TEST(grants.size() == static_cast<std::size_t>(waiters));
+    for (std::size_t i = 1; i < granted_at.size(); ++i)
+        BOOST_TEST(granted_at[i - 1] <= granted_at[i], "waiter " << i << " was granted before waiter " << i - 1);
+    BOOST_TEST(most <= 2);
+    BOOST_TEST(barged == 0);
+    BOOST_TEST_MESSAGE("at most " << most << " held at once");
+}
+
+// Limit 3, 2 held. The first in line asks for 2 (one is free): it waits, and so does a request of 1 behind it,
+// although one permit is free. A release lets the head in, then (one free again) the next.
+BOOST_AUTO_TEST_CASE(a_request_of_several_permits_at_the_head_waits_and_holds_back_those_behind)
+{
+    cluster nodes(3);
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        redlock::semaphore s(c, name, 3, fair());
+        auto [e1, two] = co_await s.async_acquire(2, use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e1, e1.message());
+        std::vector<std::string> order;
+        redlock::permit head, behind;
+        s.async_acquire(2, [&](error_code e, redlock::permit p) {
+            BOOST_TEST(!e, e.message());
+            order.push_back("head");
+            head = std::move(p);
+        });
+        BOOST_REQUIRE(co_await until_queued(nodes[0], 1));
+        s.async_acquire(1, [&](error_code e, redlock::permit p) {
+            BOOST_TEST(!e, e.message());
+            order.push_back("behind");
+            behind = std::move(p);
+        });
+        BOOST_REQUIRE(co_await until_queued(nodes[0], 2));
+        co_await sleep_for(500ms);
+        BOOST_TEST(order.empty());  // one permit free, but the head needs two and the other comes after it
+        auto [try_ec, none] = co_await s.async_try_acquire(use_tuple);
+        BOOST_TEST(try_ec == redlock::error::not_acquired);  // no barging past the queue either
+        co_await two.async_release(use_tuple);
+        while (order.size() < 2) co_await sleep_for(5ms);
+        BOOST_TEST(order == (std::vector<std::string>{"head", "behind"}), boost::test_tools::per_element());
+        co_await head.async_release(use_tuple);
+        co_await behind.async_release(use_tuple);
+    });
+}
+
+// Five waiters of a process that froze are queued ahead of a live one. Once the permit is released, they stop
+// blocking within one waiter TTL of their last heartbeat, however many they are.
+BOOST_DATA_TEST_CASE(dead_waiters_at_the_head_stop_blocking_within_one_waiter_ttl, data::make({1, 3}), n)
+{
+    cluster nodes(static_cast<std::size_t>(n));
+    constexpr auto waiter_ttl = 1000ms;
+    frozen_process frozen(nodes);
+    asio::io_context ctx;
+    redlock::client live(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await live.async_connect(asio::use_awaitable);
+        redlock::semaphore s(live, name, 1, fair(waiter_ttl));
+        auto [ec, held] = co_await s.async_acquire(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+        for (int i = 0; i < 5; ++i) {
+            frozen.acquire(1, fair(waiter_ttl));
+            BOOST_REQUIRE(co_await until_queued(nodes[0], static_cast<std::size_t>(i + 1)));
+        }
+        frozen.freeze();
+        const auto last_heartbeat = steady::now();
+        std::optional<steady::time_point> granted;
+        redlock::permit got;
+        s.async_acquire([&](error_code e, redlock::permit p) {
+            BOOST_TEST(!e, e.message());
+            granted = steady::now();
+            got = std::move(p);
+        });
+        BOOST_REQUIRE(co_await until_queued(nodes[0], 6));
+        co_await held.async_release(use_tuple);
+        while (!granted && steady::now() - last_heartbeat < 20s) co_await sleep_for(10ms);
+        BOOST_REQUIRE(granted.has_value());
+        const auto after = std::chrono::duration_cast<std::chrono::milliseconds>(*granted - last_heartbeat);
+        BOOST_TEST_MESSAGE("granted " << after.count() << " ms after the dead waiters' last heartbeat");
+        BOOST_TEST((after < waiter_ttl + waiter_ttl / 3 + 700ms), after.count() << " ms");  // never 5 TTLs
+        co_await got.async_release(use_tuple);
+    });
+}

@@ -1,0 +1,167 @@
+// The semaphore's sequence against fake nodes: the quorum follows the limit the nodes report (up and down), a
+// failed attempt gives back its units wherever it may hold them, and how the scripts' replies read.
+#include "common/fake_rig.hpp"
+#include "primitives/semaphore/semaphore_scripts.hpp"
+
+#include <redlock/semaphore.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace scripts = redlock::detail::semaphore_scripts;
+using namespace redlock;
+using namespace redlock::test;
+using namespace std::chrono_literals;
+
+constexpr auto use = asio::as_tuple(asio::use_awaitable);
+
+// The requests, told apart by their keys: the acquire names the limit key, the release the set alone.
+bool acquire_request(const exec_record& r)
+{
+    return r.keys.size() == 2 && r.keys[1].ends_with(":limit") && r.args.size() == 5;
+}
+bool release_request(const exec_record& r)
+{
+    return r.keys.size() == 1;
+}
+
+resp::value granted(std::int64_t limit)
+{
+    return array({integer(1), integer(1), integer(limit)});
+}
+resp::value refused(std::int64_t limit)
+{
+    return array({integer(0), integer(60'000), integer(limit), integer(limit)});
+}
+
+semaphore_options quick()
+{
+    semaphore_options o;
+    o.ttl = 2000ms;
+    o.node_timeout = 150ms;
+    return o;
+}
+
+std::size_t releases(const rig& r, std::size_t node)
+{
+    std::size_t n = 0;
+    for (const auto& rec : r.fakes[node].received()) n += release_request(rec);
+    return n;
+}
+
+}  // namespace
+
+// The caller says limit 1 (Q = 2 of 3), the nodes keep 3 (Q = 3): two grants are not enough, the attempt waits
+// for the third node's, which comes 200 ms later.
+BOOST_AUTO_TEST_CASE(the_quorum_rises_to_the_limit_the_nodes_report)
+{
+    rig r(3);
+    for (std::size_t i = 0; i < 3; ++i)
+        r.fakes[i].set_policy([i](const exec_record& rec) {
+            if (!acquire_request(rec)) return action::released();
+            return i == 2 ? action::delayed(200ms, granted(3)) : action::reply(granted(3));
+        });
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        const auto start = std::chrono::steady_clock::now();
+        auto [ec, p] = co_await semaphore(*r.c, "s", 1, quick()).async_acquire(use);
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+        BOOST_TEST((std::chrono::steady_clock::now() - start >= 190ms));  // it waited for node 2
+        co_await p.async_release(use);
+    });
+}
+
+// And with the third node silent, no grant: the attempt fails, and gives back what it got on every node that did
+// not refuse (the two that granted, and the silent one, where a late grant may land).
+BOOST_AUTO_TEST_CASE(without_the_risen_quorum_nothing_is_granted_and_every_grant_is_given_back)
+{
+    rig r(3);
+    for (std::size_t i = 0; i < 3; ++i)
+        r.fakes[i].set_policy([i](const exec_record& rec) {
+            if (!acquire_request(rec)) return action::released();
+            return i == 2 ? action::silent() : action::reply(granted(3));
+        });
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        diagnostics diag;
+        auto [ec, p] = co_await semaphore(*r.c, "s", 1, quick()).async_try_acquire(1, diag, use);
+        BOOST_TEST(ec == error::no_quorum, ec.message() << ": " << diag.message());
+        BOOST_TEST(!p);
+        BOOST_TEST(
+            co_await eventually([&] { return releases(r, 0) == 1 && releases(r, 1) == 1 && releases(r, 2) == 1; }));
+    });
+}
+
+// The caller says 4 on 5 nodes (Q = 5), the nodes keep 1 (Q = 3): three grants make the permit, the two silent
+// nodes do not sink it.
+BOOST_AUTO_TEST_CASE(the_quorum_falls_to_the_limit_the_nodes_report)
+{
+    rig r(5);
+    for (std::size_t i = 0; i < 5; ++i)
+        r.fakes[i].set_policy([i](const exec_record& rec) {
+            if (!acquire_request(rec)) return action::released();
+            return i >= 3 ? action::silent() : action::reply(granted(1));
+        });
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        diagnostics diag;
+        auto [ec, p] = co_await semaphore(*r.c, "s", 4, quick()).async_acquire(1, diag, use);
+        BOOST_TEST(!ec, ec.message() << ": " << diag.message());
+        co_await p.async_release(use);
+    });
+}
+
+// Refusals are definite: a refused attempt sends no clean-up to the nodes that refused.
+BOOST_AUTO_TEST_CASE(a_refused_attempt_gives_back_nothing_where_it_was_refused)
+{
+    rig r(3);
+    for (std::size_t i = 0; i < 3; ++i)
+        r.fakes[i].set_policy([i](const exec_record& rec) {
+            if (!acquire_request(rec)) return action::released();
+            return i == 0 ? action::reply(granted(2)) : action::reply(refused(2));
+        });
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        auto [ec, p] = co_await semaphore(*r.c, "s", 2, quick()).async_try_acquire(use);
+        BOOST_TEST(ec == error::not_acquired, ec.message());
+        co_await pause_for(50ms);
+        BOOST_TEST(releases(r, 0) == 1u);
+        BOOST_TEST(releases(r, 1) == 0u);
+        BOOST_TEST(releases(r, 2) == 0u);
+    });
+}
+
+BOOST_AUTO_TEST_CASE(the_scripts_replies_read_as_votes_limits_and_hints)
+{
+    const auto one = [](resp::value v) {
+        response r;
+        r.push_back(std::move(v));
+        return r;
+    };
+    // Plain and fair grants and refusals; the limit is the last element.
+    BOOST_TEST((scripts::classify_acquire({}, one(granted(3))) == detail::vote::yes));
+    BOOST_TEST((scripts::classify_acquire({}, one(refused(3))) == detail::vote::no));
+    BOOST_TEST((scripts::classify_acquire({}, one(array({integer(1), bulk("0"), bulk("7"), integer(5)}))) ==
+                detail::vote::yes));
+    BOOST_TEST((scripts::classify_acquire(
+                    {}, one(array({integer(0), integer(10), bulk("7"), bulk("3"), integer(5)}))) == detail::vote::no));
+    BOOST_TEST(scripts::reported_limit(one(granted(3))).value_or(-1) == 3);
+    BOOST_TEST(
+        scripts::reported_limit(one(array({integer(0), integer(10), bulk("7"), bulk("3"), integer(5)}))).value_or(-1) ==
+        5);
+    BOOST_TEST(scripts::wait_hint(one(refused(3))).value_or(-1ms) == 60'000ms);
+    BOOST_TEST(!scripts::wait_hint(one(array({integer(0), integer(-1), integer(3), integer(2)}))));  // n > limit
+    BOOST_TEST(!scripts::wait_hint(one(granted(3))));
+    // Malformed: a vote of its own, never a grant.
+    BOOST_TEST((scripts::classify_acquire({}, one(integer(1))) == detail::vote::error));
+    BOOST_TEST((scripts::classify_acquire({}, one(array({integer(1), integer(1)}))) == detail::vote::error));
+    BOOST_TEST((scripts::classify_acquire({}, one(array({integer(1), integer(1), bulk("x")}))) == detail::vote::error));
+    BOOST_TEST((scripts::classify_acquire(make_error_code(error::timeout), one(granted(3))) == detail::vote::error));
+    // Extend: the ttl it gave (server time), or 0 when the permit is not held there.
+    BOOST_TEST((scripts::classify_extend({}, one(integer(2000))) == detail::vote::yes));
+    BOOST_TEST(scripts::extended_for(one(integer(2000))).value_or(0ms) == 2000ms);
+    BOOST_TEST((scripts::classify_extend({}, one(integer(0))) == detail::vote::no));
+    BOOST_TEST(scripts::not_held(one(integer(0))));
+    // Release: units removed, or 0 when the permit was gone (expired): never a yes for that.
+    BOOST_TEST((scripts::classify_release({}, one(integer(2))) == detail::vote::yes));
+    BOOST_TEST((scripts::classify_release({}, one(integer(0))) == detail::vote::no));
+    BOOST_TEST((scripts::classify_release({}, one(error_reply("ERR"))) == detail::vote::error));
+}
