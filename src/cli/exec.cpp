@@ -269,7 +269,7 @@ std::string exec_session::what() const
     return "a permit of semaphore '" + o_.key + "' (limit " + std::to_string(o_.limit) + ")";
 }
 
-// The start of -v: the quorum the grant needs. A semaphore's grows with its limit (DESIGN.md, "Semaphores"):
+// The start of -v: the quorum the grant needs. A semaphore's grows with its limit (doc/semaphores.md):
 // say how many node failures it tolerates, and plainly when none.
 void exec_session::describe_quorum() const
 {

@@ -36,7 +36,7 @@ std::string plural(std::size_t n, const std::string& one, const std::string& man
     return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-// Q = N once limit >= N - 1 (DESIGN.md, "Semaphores"): a price users must see, not find out when a node fails.
+// Q = N once limit >= N - 1 (doc/semaphores.md): a price users must see, not find out when a node fails.
 std::string quorum_summary(const semaphore_inspection& seen)
 {
     const auto n = seen.nodes.size();
