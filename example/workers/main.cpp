@@ -131,8 +131,8 @@ int main(int argc, char** argv)
             co_await workers::seed(data, std::stoi(flags["--seed"]), std::stoi(flag("--accounts", "5")));
         } else {
             co_await run_workers({locks, limits, data}, config, run);
-            std::cout << config.process << ": finished: " << run.tally.done << " jobs done here, "
-                      << run.tally.repeated << " repeated (effect already written), " << run.tally.recovered
+            std::cout << config.process << ": finished: " << run.tally.done << " jobs done here, " << run.tally.repeated
+                      << " repeated (effect already written), " << run.tally.recovered
                       << " recovered from dead workers, " << run.tally.api_calls << " API calls" << std::endl;
         }
     };

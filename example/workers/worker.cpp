@@ -1,5 +1,5 @@
-#include "worker.hpp"
 #include "job_queue.hpp"
+#include "worker.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -88,7 +88,8 @@ asio::awaitable<void> run_job(services s, const settings& config, tally& t, std:
 {
     // "job-17:account-2"
     const auto account = job.substr(job.find(':') + 1);
-    redlock::semaphore slots(s.locks, "workers:jobs", config.limit, {.ttl = 10s, .wait = redlock::lock_options::wait_forever});
+    redlock::semaphore slots(s.locks, "workers:jobs", config.limit,
+                             {.ttl = 10s, .wait = redlock::lock_options::wait_forever});
     redlock::rate_limiter api(s.limits, "workers:external-api",
                               {.rate = config.rate, .period = 1s, .wait = redlock::rate_limit::wait_forever});
     auto body = [&](const redlock::permit& permit) -> asio::awaitable<void> {

@@ -13,8 +13,8 @@
 namespace workers {
 
 struct settings {
-    std::string process;  ///< this process's id
-    int concurrency = 8;  ///< worker coroutines in this process
+    std::string process;     ///< this process's id
+    int concurrency = 8;     ///< worker coroutines in this process
     std::int64_t limit = 4;  ///< jobs running at once across every process (a semaphore)
     std::int64_t rate = 20;  ///< external API calls per second across every process (a rate limiter)
     std::chrono::milliseconds api_latency{50};
@@ -23,11 +23,11 @@ struct settings {
 
 /// What this process did, for its progress lines and summary (one thread: plain ints).
 struct tally {
-    int done = 0;        ///< jobs finished here
-    int repeated = 0;    ///< jobs whose effect was already written (their first run died after writing it)
-    int running = 0;     ///< jobs holding a permit here now
+    int done = 0;      ///< jobs finished here
+    int repeated = 0;  ///< jobs whose effect was already written (their first run died after writing it)
+    int running = 0;   ///< jobs holding a permit here now
     int api_calls = 0;
-    int recovered = 0;   ///< jobs of dead processes moved back to the queue by this one
+    int recovered = 0;  ///< jobs of dead processes moved back to the queue by this one
 };
 
 /// The shared parts of the process: the lock nodes (semaphore, account locks, liveness), the store's client (the
