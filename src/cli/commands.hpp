@@ -13,6 +13,8 @@ int run_bench(const bench_options& options);
 int run_bench_hold(const bench_options& options);
 // `redlock bench --scenario limiter` (bench_limiter.cpp).
 int run_bench_limiter(const bench_options& options);
+// `redlock bench --scenario semaphore` (bench_semaphore.cpp).
+int run_bench_semaphore(const bench_options& options);
 // `redlock bench --scenario cache` (bench_cache.cpp).
 int run_bench_cache(const bench_options& options);
 

@@ -13,6 +13,7 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <common/frozen_process.hpp>
 #include <common/lock_checks.hpp>
 #include <common/node_setups.hpp>
 #include <common/redis_node.hpp>
@@ -78,34 +79,6 @@ asio::awaitable<bool> until_queued(const redlock::test::redis_node& node, std::s
 
 }  // namespace
 
-// (Outside the anonymous namespace: the data test cases are templates.) A process whose waiters stop heartbeating and
-// never leave: a client on its own thread, then frozen (its io_context stopped for good).
-class frozen_process {
-public:
-    explicit frozen_process(const cluster& nodes)
-        : work_(asio::make_work_guard(ctx_)),
-          client_(ctx_.get_executor(), configs(nodes)),
-          thread_([this] { ctx_.run(); })
-    {}
-    ~frozen_process() { freeze(); }
-
-    void lock(const redlock::lock_options& o)
-    {
-        redlock::mutex(client_, key, o).async_lock([](error_code, redlock::lease) {});
-    }
-    void freeze()
-    {
-        ctx_.stop();
-        if (thread_.joinable()) thread_.join();
-    }
-
-private:
-    asio::io_context ctx_;
-    asio::executor_work_guard<asio::io_context::executor_type> work_;
-    redlock::client client_;
-    std::thread thread_;
-};
-
 // 3 clients x 20 waiters, each started once the one before it is queued: the grants come in that order.
 BOOST_DATA_TEST_CASE(grants_follow_the_order_of_arrival_across_clients, setups, s)
 {
@@ -169,7 +142,7 @@ BOOST_DATA_TEST_CASE(dead_waiters_ahead_stop_blocking_within_one_waiter_ttl, set
     constexpr auto waiter_ttl = 1000ms;
     constexpr int dead = 5;
 
-    frozen_process frozen(nodes);
+    redlock::test::frozen_process frozen(configs(nodes));
     steady::time_point last_heartbeat;
 
     asio::io_context ctx;
@@ -184,7 +157,8 @@ BOOST_DATA_TEST_CASE(dead_waiters_ahead_stop_blocking_within_one_waiter_ttl, set
 
         // The dead: queued, then their process stops for good.
         for (int i = 0; i < dead; ++i) {
-            frozen.lock(fair(60'000ms, waiter_ttl));
+            redlock::mutex(frozen.client(), key, fair(60'000ms, waiter_ttl)).async_lock([](error_code, redlock::lease) {
+            });
             BOOST_REQUIRE(co_await until_queued(nodes[0], static_cast<std::size_t>(i + 1)));
         }
         frozen.freeze();

@@ -12,6 +12,7 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <common/frozen_process.hpp>
 #include <common/lock_checks.hpp>
 #include <common/node_setups.hpp>
 #include <common/redis_node.hpp>
@@ -64,33 +65,6 @@ const auto setups =
     data::make({redlock::test::node_setup{1, 0}, redlock::test::node_setup{3, 0}, redlock::test::node_setup{5, 1}});
 
 }  // namespace
-
-// (Outside the anonymous namespace: the data test cases are templates.) Waiters of a process that stops for good (its
-// io_context stopped: no heartbeat, no leave).
-class frozen_process {
-public:
-    explicit frozen_process(const cluster& nodes)
-        : work_(asio::make_work_guard(ctx_)),
-          client_(ctx_.get_executor(), configs(nodes)),
-          thread_([this] { ctx_.run(); })
-    {}
-    ~frozen_process() { freeze(); }
-    void acquire(std::int64_t limit, const redlock::semaphore_options& o)
-    {
-        redlock::semaphore(client_, name, limit, o).async_acquire([](error_code, redlock::permit) {});
-    }
-    void freeze()
-    {
-        ctx_.stop();
-        if (thread_.joinable()) thread_.join();
-    }
-
-private:
-    asio::io_context ctx_;
-    asio::executor_work_guard<asio::io_context::executor_type> work_;
-    redlock::client client_;
-    std::thread thread_;
-};
 
 // Limit 2, both permits held; 3 clients x 10 waiters, each started once the one before it is queued. Every
 // grant goes to the first in line, however the permits come free. The order is read on node 0 (where each
@@ -206,7 +180,7 @@ BOOST_DATA_TEST_CASE(dead_waiters_at_the_head_stop_blocking_within_one_waiter_tt
 {
     cluster nodes(static_cast<std::size_t>(n));
     constexpr auto waiter_ttl = 1000ms;
-    frozen_process frozen(nodes);
+    redlock::test::frozen_process frozen(configs(nodes));
     asio::io_context ctx;
     redlock::client live(ctx.get_executor(), configs(nodes));
     run_coro(ctx, [&]() -> asio::awaitable<void> {
@@ -215,7 +189,8 @@ BOOST_DATA_TEST_CASE(dead_waiters_at_the_head_stop_blocking_within_one_waiter_tt
         auto [ec, held] = co_await s.async_acquire(use_tuple);
         BOOST_REQUIRE_MESSAGE(!ec, ec.message());
         for (int i = 0; i < 5; ++i) {
-            frozen.acquire(1, fair(waiter_ttl));
+            redlock::semaphore(frozen.client(), name, 1, fair(waiter_ttl))
+                .async_acquire([](error_code, redlock::permit) {});
             BOOST_REQUIRE(co_await until_queued(nodes[0], static_cast<std::size_t>(i + 1)));
         }
         frozen.freeze();

@@ -1,5 +1,7 @@
 #include "primitives/common/read_nodes.hpp"
 
+#include <redlock/detail/access.hpp>
+
 #include <boost/asio/bind_executor.hpp>
 
 namespace redlock::detail {
@@ -27,6 +29,15 @@ asio::awaitable<std::shared_ptr<fan_out_state>> read_nodes(std::shared_ptr<clien
     const auto deadline =
         std::chrono::steady_clock::now() + nodes.longest_connect_timeout() + read_deadline + node_set::backstop_margin;
     co_return co_await nodes.fan_out(std::move(read_node), classify, nodes.majority(), until::all_answered, deadline);
+}
+
+error_code read_outcome(std::size_t reachable, std::size_t nodes, std::size_t quorum, diagnostics* diag)
+{
+    if (reachable >= quorum) return {};
+    if (diag)
+        access::set_client_message(*diag, std::to_string(reachable) + " of " + std::to_string(nodes) +
+                                              " nodes answered; a quorum needs " + std::to_string(quorum));
+    return make_error_code(error::no_quorum);
 }
 
 }  // namespace redlock::detail

@@ -20,4 +20,7 @@ boost::asio::awaitable<std::shared_ptr<fan_out_state>> read_nodes(std::shared_pt
                                                                   std::shared_ptr<const request> req,
                                                                   std::string routing_key, classify_fn classify);
 
+/// A read succeeds when a quorum answered; otherwise error::no_quorum, and `diag` (may be null) says how many did.
+error_code read_outcome(std::size_t reachable, std::size_t nodes, std::size_t quorum, diagnostics* diag);
+
 }  // namespace redlock::detail

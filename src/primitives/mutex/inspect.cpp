@@ -74,11 +74,7 @@ asio::awaitable<std::tuple<error_code, lock_inspection>> inspect(std::shared_ptr
                 : node_lock_view{nodes.names()[i], make_error_code(error::timeout), "no answer", {}, {}, {}});
     }
     if (diag) access::set_nodes(*diag, result->outcomes(nodes.names()));
-    const bool quorum = out.reachable() >= out.quorum;
-    if (!quorum && diag)
-        access::set_client_message(*diag, std::to_string(out.reachable()) + " of " + std::to_string(nodes.size()) +
-                                              " nodes answered; a quorum needs " + std::to_string(out.quorum));
-    co_return std::tuple{quorum ? error_code{} : make_error_code(error::no_quorum), std::move(out)};
+    co_return std::tuple{read_outcome(out.reachable(), nodes.size(), out.quorum, diag), std::move(out)};
 }
 
 }  // namespace

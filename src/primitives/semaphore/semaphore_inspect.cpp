@@ -125,11 +125,7 @@ asio::awaitable<std::tuple<error_code, semaphore_inspection>> inspect(std::share
     }
     out.quorum = out.limit >= 1 ? permit_quorum(nodes.size(), static_cast<std::size_t>(out.limit)) : nodes.size();
     if (diag) access::set_nodes(*diag, result->outcomes(nodes.names()));
-    const bool quorum = out.reachable() >= out.quorum;
-    if (!quorum && diag)
-        access::set_client_message(*diag, std::to_string(out.reachable()) + " of " + std::to_string(nodes.size()) +
-                                              " nodes answered; a quorum needs " + std::to_string(out.quorum));
-    co_return std::tuple{quorum ? error_code{} : make_error_code(error::no_quorum), std::move(out)};
+    co_return std::tuple{read_outcome(out.reachable(), nodes.size(), out.quorum, diag), std::move(out)};
 }
 
 }  // namespace
