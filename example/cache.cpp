@@ -4,6 +4,12 @@
 // Usage: redlock_example_cache [URL,URL,...]
 // The lock node URLs come from the argument, else from $REDLOCK_NODES (comma-separated), else
 // redis://127.0.0.1:6379. The values are kept on the first node (in practice, your cache's Redis).
+#if defined(__GNUC__) && !defined(__clang__)
+// g++ 12 pairs the aligned_alloc of an Asio coroutine frame with the frame's own operator delete (which frees
+// it correctly) and reports -Wmismatched-new-delete, for some frames only, as its inlining decides.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/co_spawn.hpp>
