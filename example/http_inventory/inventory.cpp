@@ -62,62 +62,14 @@ reservation failed(write_status why, std::string detail, std::string order_id = 
             .detail = std::move(detail)};
 }
 
-// The critical section of a reservation, run while the item's lock is held with fencing token `token`.
-// First a claim: a fenced write that changes nothing but the guard, pipelined with the reads. From then on a
-// holder with an older token (one whose lease ran out while it stalled) can no longer write, so the stock we
-// read cannot have been read by that holder too and then overwritten by it: fencing only the final write
-// would let a stalled holder and the next one both decrement the same count.
+// The critical section of a reservation: claim and read, then take one.
 asio::awaitable<reservation> reserve_while_held(redlock::connection& store, item_keys keys, std::string order_id,
                                                 std::uint64_t token, deadline d)
 {
-    if (d.passed()) co_return failed(write_status::deadline_passed, "deadline passed before the claim", order_id);
-    redlock::fenced_write claim(keys.guard, token);
-    claim.command("EXISTS", keys.stock);
-    redlock::request read = claim.to_request();
-    read.push("GET", keys.stock);
-    read.push("HGET", keys.orders, order_id);
-    bound_by(read, d);
-    redlock::response replies;
-    auto [read_ec] = co_await store.async_exec(read, replies, use_tuple);
-    if (read_ec && read_ec != error::server_error)
-        co_return failed(write_status::unavailable, "claim: " + read_ec.message(), order_id);
-    if (replies.size() != 3) co_return failed(write_status::unavailable, "claim: unexpected reply", order_id);
-    auto [claim_ec, newest] = redlock::fenced_write::outcome(replies[0]);
-    if (claim_ec == error::stale_token)
-        co_return failed(write_status::fenced_out, "claim refused: token " + std::to_string(newest) + " is newer",
-                         order_id);
-    if (claim_ec || replies[1].is_error() || replies[2].is_error())
-        co_return failed(write_status::unavailable, "claim: " + redlock::resp::to_string(replies[0]), order_id);
-
-    if (!replies[2].is_null()) {
-        co_return reservation{.status = reserve_status::replayed,
-                              .order_id = order_id,
-                              .fencing_token = static_cast<std::uint64_t>(replies[2].as_integer().value_or(0))};
-    }
-    if (replies[1].is_null()) co_return reservation{.status = reserve_status::unknown_item, .order_id = order_id};
-    const auto stock = replies[1].as_integer();
-    if (!stock) co_return failed(write_status::unavailable, "the stock is not a number", order_id);
-    if (*stock <= 0) co_return reservation{.status = reserve_status::sold_out, .order_id = order_id};
-
-    if (d.passed()) co_return failed(write_status::deadline_passed, "deadline passed before the write", order_id);
-    redlock::fenced_write take(keys.guard, token);
-    take.command("SET", keys.stock, {*stock - 1});
-    take.command("HSET", keys.orders, {order_id, token});
-    redlock::request write = take.to_request();
-    bound_by(write, d);
-    redlock::response written;
-    auto [write_ec] = co_await store.async_exec(write, written, use_tuple);
-    if (write_ec && write_ec != error::server_error)
-        co_return failed(after_sent(write_ec), "write: " + write_ec.message(), order_id);
-    auto [take_ec, resource_token] = redlock::fenced_write::outcome(written.at(0));
-    if (take_ec == error::stale_token)
-        co_return failed(write_status::fenced_out, "write refused: token " + std::to_string(resource_token) + " is newer",
-                         order_id);
-    if (take_ec) co_return failed(write_status::unavailable, "write: " + redlock::resp::to_string(written[0]), order_id);
-    co_return reservation{.status = reserve_status::reserved,
-                          .order_id = order_id,
-                          .fencing_token = token,
-                          .stock_left = *stock - 1};
+    claimed_read seen = co_await claim_and_read(store, keys, order_id, token, d);
+    if (seen.early.status != reserve_status::failed || seen.early.failure != write_status::done)
+        co_return std::move(seen.early);
+    co_return co_await take_one(store, std::move(keys), std::move(order_id), seen.stock, token, d);
 }
 
 asio::awaitable<write_status> set_while_held(redlock::connection& store, item_keys keys, std::int64_t stock,
@@ -137,6 +89,65 @@ asio::awaitable<write_status> set_while_held(redlock::connection& store, item_ke
 }
 
 }  // namespace
+
+// Fencing only the final write would not do: a holder that read the stock, stalled past its lease and then
+// wrote would pass the check if the next holder had read the same count but not written yet, and both would take
+// the same unit. The claim moves the guard before the read, so the stalled holder's write is refused.
+asio::awaitable<claimed_read> claim_and_read(redlock::connection& store, item_keys keys, std::string order_id,
+                                             std::uint64_t token, deadline d)
+{
+    auto early = [&](reservation r) { return claimed_read{.early = std::move(r)}; };
+    if (d.passed()) co_return early(failed(write_status::deadline_passed, "deadline passed before the claim", order_id));
+    redlock::fenced_write claim(keys.guard, token);
+    claim.command("EXISTS", keys.stock);
+    redlock::request read = claim.to_request();
+    read.push("GET", keys.stock);
+    read.push("HGET", keys.orders, order_id);
+    bound_by(read, d);
+    redlock::response replies;
+    auto [read_ec] = co_await store.async_exec(read, replies, use_tuple);
+    if (read_ec && read_ec != error::server_error)
+        co_return early(failed(write_status::unavailable, "claim: " + read_ec.message(), order_id));
+    if (replies.size() != 3) co_return early(failed(write_status::unavailable, "claim: unexpected reply", order_id));
+    auto [claim_ec, newest] = redlock::fenced_write::outcome(replies[0]);
+    if (claim_ec == error::stale_token)
+        co_return early(failed(write_status::fenced_out,
+                               "claim refused: token " + std::to_string(newest) + " is newer", order_id));
+    if (claim_ec || replies[1].is_error() || replies[2].is_error())
+        co_return early(failed(write_status::unavailable, "claim: " + redlock::resp::to_string(replies[0]), order_id));
+
+    if (!replies[2].is_null())
+        co_return early(reservation{.status = reserve_status::replayed,
+                                    .order_id = order_id,
+                                    .fencing_token = static_cast<std::uint64_t>(replies[2].as_integer().value_or(0))});
+    if (replies[1].is_null()) co_return early(reservation{.status = reserve_status::unknown_item, .order_id = order_id});
+    const auto stock = replies[1].as_integer();
+    if (!stock) co_return early(failed(write_status::unavailable, "the stock is not a number", order_id));
+    if (*stock <= 0) co_return early(reservation{.status = reserve_status::sold_out, .order_id = order_id});
+    co_return claimed_read{.early = failed(write_status::done, {}, order_id), .stock = *stock};
+}
+
+asio::awaitable<reservation> take_one(redlock::connection& store, item_keys keys, std::string order_id,
+                                      std::int64_t stock, std::uint64_t token, deadline d)
+{
+    if (d.passed()) co_return failed(write_status::deadline_passed, "deadline passed before the write", order_id);
+    redlock::fenced_write take(keys.guard, token);
+    take.command("SET", keys.stock, {stock - 1});
+    take.command("HSET", keys.orders, {order_id, token});
+    redlock::request write = take.to_request();
+    bound_by(write, d);
+    redlock::response written;
+    auto [write_ec] = co_await store.async_exec(write, written, use_tuple);
+    if (write_ec && write_ec != error::server_error)
+        co_return failed(after_sent(write_ec), "write: " + write_ec.message(), order_id);
+    auto [take_ec, resource_token] = redlock::fenced_write::outcome(written.at(0));
+    if (take_ec == error::stale_token)
+        co_return failed(write_status::fenced_out,
+                         "write refused: token " + std::to_string(resource_token) + " is newer", order_id);
+    if (take_ec) co_return failed(write_status::unavailable, "write: " + redlock::resp::to_string(written[0]), order_id);
+    co_return reservation{
+        .status = reserve_status::reserved, .order_id = order_id, .fencing_token = token, .stock_left = stock - 1};
+}
 
 inventory::inventory(redlock::client& locks, redlock::connection& store, std::chrono::milliseconds lock_ttl)
     : locks_(locks), store_(store), lock_ttl_(lock_ttl)

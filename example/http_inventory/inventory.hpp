@@ -60,6 +60,22 @@ struct item_state {
     std::int64_t reserved = 0;  ///< orders recorded
 };
 
+/// What the critical section read after its claim: the order's earlier reservation or the stock.
+struct claimed_read {
+    reservation early;  ///< status failed with failure done: go on with take_one; anything else is the answer
+    std::int64_t stock = 0;
+};
+
+/// The two steps of a reservation's critical section, run while the item's lock is held with fencing token
+/// `token` (inventory::reserve runs them under with_lock; the tests interleave two holders between them).
+/// claim_and_read: a fenced write that only advances the item's guard to `token`, pipelined with the reads; from
+/// then on a holder with an older token can no longer write. take_one: the fenced write of stock - 1 and the
+/// order.
+boost::asio::awaitable<claimed_read> claim_and_read(redlock::connection& store, item_keys keys, std::string order_id,
+                                                    std::uint64_t token, deadline d);
+boost::asio::awaitable<reservation> take_one(redlock::connection& store, item_keys keys, std::string order_id,
+                                             std::int64_t stock, std::uint64_t token, deadline d);
+
 class inventory {
 public:
     /// `locks`: the N lock nodes; `store`: the Redis of the data. Both must outlive the inventory.

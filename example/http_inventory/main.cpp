@@ -22,6 +22,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -75,10 +76,8 @@ int run(const config& cfg)
     server srv(ioc, svc);
     const auto bound = srv.listen(cfg.listen_host, cfg.listen_port);
 
-    bool connected = false;
-    asio::co_spawn(ioc, connect_all(locks, limits, store), [&](std::exception_ptr e) {
-        connected = true;
-        if (e) log(log_level::error, "connect failed");
+    asio::co_spawn(ioc, connect_all(locks, limits, store), [](std::exception_ptr e) {
+        if (e) log(log_level::error, "connecting failed unexpectedly");
     });
     srv.start();
     // The test harness and scripts read the bound port from this line (--listen HOST:0 picks a free one).
@@ -98,6 +97,8 @@ int run(const config& cfg)
         limits.close();
         store.close();
         log(log_level::info, "drained; exiting");
+        // The library's background timers (the release-channel sweep...) outlive close(): stop rather than wait.
+        asio::post(ioc, [&ioc] { ioc.stop(); });
     };
     signals.async_wait([&](boost::system::error_code ec, int signal) {
         if (ec) return;
@@ -120,7 +121,6 @@ int run(const config& cfg)
         });
     });
     ioc.run();
-    (void)connected;
     return exit_code;
 }
 

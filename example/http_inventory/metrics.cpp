@@ -1,6 +1,6 @@
 #include "metrics.hpp"
 
-#include <cstdio>
+#include <charconv>
 
 namespace http_inventory {
 
@@ -9,8 +9,8 @@ namespace {
 std::string number(double v)
 {
     char text[32];
-    std::snprintf(text, sizeof text, "%.17g", v);
-    return text;
+    auto [end, ec] = std::to_chars(text, text + sizeof text, v);  // shortest text that reads back as v
+    return std::string(text, ec == std::errc{} ? end : text);
 }
 
 void family(std::string& out, const char* name, const char* type, const char* help)
