@@ -37,7 +37,8 @@ std::vector<std::string> split_urls(std::string_view list)
 void parse_listen(std::string_view text, config& c)
 {
     const auto colon = text.rfind(':');
-    if (colon == std::string_view::npos) throw config_error("--listen: expected HOST:PORT, got '" + std::string(text) + "'");
+    if (colon == std::string_view::npos)
+        throw config_error("--listen: expected HOST:PORT, got '" + std::string(text) + "'");
     auto host = text.substr(0, colon);
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
     c.listen_host = host.empty() ? "127.0.0.1" : std::string(host);
@@ -50,14 +51,15 @@ void parse_rate(std::string_view text, config& c)
     const auto slash = text.find('/');
     c.rate = parse_integer(text.substr(0, slash), "--rate", 0, 1'000'000'000);
     if (slash == std::string_view::npos) {
-        if (c.rate != 0) throw config_error("--rate: expected COUNT/PERIOD (20/s) or 0, got '" + std::string(text) + "'");
+        if (c.rate != 0)
+            throw config_error("--rate: expected COUNT/PERIOD (20/s) or 0, got '" + std::string(text) + "'");
         return;
     }
     auto period = text.substr(slash + 1);
     // "/s" reads as "per 1 s".
-    c.rate_period = parse_duration(!period.empty() && (period.front() < '0' || period.front() > '9')
-                                       ? "1" + std::string(period)
-                                       : std::string(period));
+    c.rate_period =
+        parse_duration(!period.empty() && (period.front() < '0' || period.front() > '9') ? "1" + std::string(period)
+                                                                                         : std::string(period));
     if (c.rate_period.count() <= 0) throw config_error("--rate: the period must be positive");
 }
 
@@ -97,7 +99,8 @@ config parse_config(const std::vector<std::string_view>& args, const char* env_n
         {"--rate", [&](std::string_view v) { parse_rate(v, c); }},
         {"--burst", [&](std::string_view v) { c.burst = parse_integer(v, "--burst", 0, 1'000'000); }},
         {"--lock-ttl", [&](std::string_view v) { c.lock_ttl = positive_duration(v, "--lock-ttl"); }},
-        {"--request-timeout", [&](std::string_view v) { c.request_timeout = positive_duration(v, "--request-timeout"); }},
+        {"--request-timeout",
+         [&](std::string_view v) { c.request_timeout = positive_duration(v, "--request-timeout"); }},
         {"--header-timeout", [&](std::string_view v) { c.header_timeout = positive_duration(v, "--header-timeout"); }},
         {"--body-timeout", [&](std::string_view v) { c.body_timeout = positive_duration(v, "--body-timeout"); }},
         {"--write-timeout", [&](std::string_view v) { c.write_timeout = positive_duration(v, "--write-timeout"); }},
@@ -105,11 +108,17 @@ config parse_config(const std::vector<std::string_view>& args, const char* env_n
         {"--drain-timeout", [&](std::string_view v) { c.drain_timeout = positive_duration(v, "--drain-timeout"); }},
         {"--shutdown-delay", [&](std::string_view v) { c.shutdown_delay = parse_duration(v); }},
         {"--header-limit",
-         [&](std::string_view v) { c.header_limit = static_cast<std::uint32_t>(parse_integer(v, "--header-limit", 256, 1 << 20)); }},
+         [&](std::string_view v) {
+             c.header_limit = static_cast<std::uint32_t>(parse_integer(v, "--header-limit", 256, 1 << 20));
+         }},
         {"--body-limit",
-         [&](std::string_view v) { c.body_limit = static_cast<std::uint64_t>(parse_integer(v, "--body-limit", 0, 1 << 30)); }},
+         [&](std::string_view v) {
+             c.body_limit = static_cast<std::uint64_t>(parse_integer(v, "--body-limit", 0, 1 << 30));
+         }},
         {"--max-connections",
-         [&](std::string_view v) { c.max_connections = static_cast<std::size_t>(parse_integer(v, "--max-connections", 1, 1'000'000)); }},
+         [&](std::string_view v) {
+             c.max_connections = static_cast<std::size_t>(parse_integer(v, "--max-connections", 1, 1'000'000));
+         }},
     };
     bool nodes_given = false;
     for (std::size_t i = 0; i < args.size(); ++i) {

@@ -15,7 +15,7 @@ using ms = std::chrono::milliseconds;
 
 struct config {
     std::string listen_host = "127.0.0.1";
-    std::uint16_t listen_port = 8080;  ///< 0: any free port (the bound one is printed at start)
+    std::uint16_t listen_port = 8080;     ///< 0: any free port (the bound one is printed at start)
     std::vector<std::string> lock_nodes;  ///< the N Redlock nodes of the per-item locks
     std::string store;                    ///< the Redis that keeps the stock, the orders and the rate limits
 
@@ -32,7 +32,7 @@ struct config {
     ms write_timeout{10'000};
     ms idle_timeout{120'000};  ///< a keep-alive connection with no request in flight
     ms drain_timeout{20'000};  ///< after SIGTERM, how long in-flight requests may take before they are cancelled
-    ms shutdown_delay{0};  ///< after SIGTERM, how long to keep accepting while /readyz says 503 (load balancers)
+    ms shutdown_delay{0};      ///< after SIGTERM, how long to keep accepting while /readyz says 503 (load balancers)
     std::uint32_t header_limit = 8 * 1024;
     std::uint64_t body_limit = 4 * 1024;
     std::size_t max_connections = 10'000;

@@ -56,10 +56,8 @@ bool is_cancellation(redlock::error_code ec)
 
 reservation failed(write_status why, std::string detail, std::string order_id = {})
 {
-    return {.status = reserve_status::failed,
-            .failure = why,
-            .order_id = std::move(order_id),
-            .detail = std::move(detail)};
+    return {
+        .status = reserve_status::failed, .failure = why, .order_id = std::move(order_id), .detail = std::move(detail)};
 }
 
 // The critical section of a reservation: claim and read, then take one.
@@ -97,7 +95,8 @@ asio::awaitable<claimed_read> claim_and_read(redlock::connection& store, item_ke
                                              std::uint64_t token, deadline d)
 {
     auto early = [&](reservation r) { return claimed_read{.early = std::move(r)}; };
-    if (d.passed()) co_return early(failed(write_status::deadline_passed, "deadline passed before the claim", order_id));
+    if (d.passed())
+        co_return early(failed(write_status::deadline_passed, "deadline passed before the claim", order_id));
     redlock::fenced_write claim(keys.guard, token);
     claim.command("EXISTS", keys.stock);
     redlock::request read = claim.to_request();
@@ -111,8 +110,8 @@ asio::awaitable<claimed_read> claim_and_read(redlock::connection& store, item_ke
     if (replies.size() != 3) co_return early(failed(write_status::unavailable, "claim: unexpected reply", order_id));
     auto [claim_ec, newest] = redlock::fenced_write::outcome(replies[0]);
     if (claim_ec == error::stale_token)
-        co_return early(failed(write_status::fenced_out,
-                               "claim refused: token " + std::to_string(newest) + " is newer", order_id));
+        co_return early(
+            failed(write_status::fenced_out, "claim refused: token " + std::to_string(newest) + " is newer", order_id));
     if (claim_ec || replies[1].is_error() || replies[2].is_error())
         co_return early(failed(write_status::unavailable, "claim: " + redlock::resp::to_string(replies[0]), order_id));
 
@@ -120,7 +119,8 @@ asio::awaitable<claimed_read> claim_and_read(redlock::connection& store, item_ke
         co_return early(reservation{.status = reserve_status::replayed,
                                     .order_id = order_id,
                                     .fencing_token = static_cast<std::uint64_t>(replies[2].as_integer().value_or(0))});
-    if (replies[1].is_null()) co_return early(reservation{.status = reserve_status::unknown_item, .order_id = order_id});
+    if (replies[1].is_null())
+        co_return early(reservation{.status = reserve_status::unknown_item, .order_id = order_id});
     const auto stock = replies[1].as_integer();
     if (!stock) co_return early(failed(write_status::unavailable, "the stock is not a number", order_id));
     if (*stock <= 0) co_return early(reservation{.status = reserve_status::sold_out, .order_id = order_id});
@@ -144,7 +144,8 @@ asio::awaitable<reservation> take_one(redlock::connection& store, item_keys keys
     if (take_ec == error::stale_token)
         co_return failed(write_status::fenced_out,
                          "write refused: token " + std::to_string(resource_token) + " is newer", order_id);
-    if (take_ec) co_return failed(write_status::unavailable, "write: " + redlock::resp::to_string(written[0]), order_id);
+    if (take_ec)
+        co_return failed(write_status::unavailable, "write: " + redlock::resp::to_string(written[0]), order_id);
     co_return reservation{
         .status = reserve_status::reserved, .order_id = order_id, .fencing_token = token, .stock_left = stock - 1};
 }
@@ -220,9 +221,8 @@ asio::awaitable<item_state> inventory::get(std::string item_id, deadline d)
     redlock::response replies;
     co_await store_.async_exec(req, replies, asio::use_awaitable);
     if (replies[0].is_null()) co_return item_state{};
-    co_return item_state{.exists = true,
-                         .stock = replies[0].as_integer().value_or(0),
-                         .reserved = replies[1].as_integer().value_or(0)};
+    co_return item_state{
+        .exists = true, .stock = replies[0].as_integer().value_or(0), .reserved = replies[1].as_integer().value_or(0)};
 }
 
 }  // namespace http_inventory

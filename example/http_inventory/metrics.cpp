@@ -59,8 +59,8 @@ std::string metrics::to_prometheus(bool draining) const
             out += "inventory_http_request_duration_seconds_bucket{" + labels + ",le=\"" +
                    number(histogram::bounds[i]) + "\"} " + std::to_string(cumulative) + "\n";
         }
-        out += "inventory_http_request_duration_seconds_bucket{" + labels + ",le=\"+Inf\"} " +
-               std::to_string(h.count) + "\n";
+        out += "inventory_http_request_duration_seconds_bucket{" + labels + ",le=\"+Inf\"} " + std::to_string(h.count) +
+               "\n";
         out += "inventory_http_request_duration_seconds_sum{" + labels + "} " + number(h.sum_seconds) + "\n";
         out += "inventory_http_request_duration_seconds_count{" + labels + "} " + std::to_string(h.count) + "\n";
     }

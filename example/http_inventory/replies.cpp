@@ -67,8 +67,8 @@ void set_rate_limit_headers(response& res, const redlock::rate_decision& d)
 std::optional<std::int64_t> parse_stock_body(std::string_view body)
 {
     auto skip_space = [&] {
-        while (!body.empty() && (body.front() == ' ' || body.front() == '\t' || body.front() == '\r' ||
-                                 body.front() == '\n'))
+        while (!body.empty() &&
+               (body.front() == ' ' || body.front() == '\t' || body.front() == '\r' || body.front() == '\n'))
             body.remove_prefix(1);
     };
     auto expect = [&](std::string_view token) {

@@ -8,8 +8,8 @@ bool valid_item_id(std::string_view id)
 {
     if (id.empty() || id.size() > 64) return false;
     for (const char c : id) {
-        const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                           c == '-';
+        const bool plain =
+            (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
         if (!plain) return false;
     }
     return true;

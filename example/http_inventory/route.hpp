@@ -11,15 +11,15 @@
 namespace http_inventory {
 
 enum class endpoint {
-    get_item,      ///< GET /items/{id}
-    put_item,      ///< PUT /items/{id}
-    reserve,       ///< POST /items/{id}/reserve
-    metrics,       ///< GET /metrics
-    healthz,       ///< GET /healthz
-    readyz,        ///< GET /readyz
-    not_found,     ///< no such path
-    bad_method,    ///< a known path, another method: 405 with `allow`
-    bad_item_id,   ///< /items/{id} with an id outside [A-Za-z0-9_-]{1,64}
+    get_item,     ///< GET /items/{id}
+    put_item,     ///< PUT /items/{id}
+    reserve,      ///< POST /items/{id}/reserve
+    metrics,      ///< GET /metrics
+    healthz,      ///< GET /healthz
+    readyz,       ///< GET /readyz
+    not_found,    ///< no such path
+    bad_method,   ///< a known path, another method: 405 with `allow`
+    bad_item_id,  ///< /items/{id} with an id outside [A-Za-z0-9_-]{1,64}
 };
 
 struct route {

@@ -1,6 +1,11 @@
-#include "server.hpp"
+#if defined(__GNUC__) && !defined(__clang__)
+// g++ 12 pairs the allocation of an Asio coroutine frame with the frame's own operator delete (which frees it
+// correctly) and reports -Wmismatched-new-delete, for some frames only, as its inlining decides.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 
 #include "log.hpp"
+#include "server.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>

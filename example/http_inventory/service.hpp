@@ -4,6 +4,7 @@
 #include "config.hpp"
 #include "inventory.hpp"
 #include "metrics.hpp"
+#include "readiness.hpp"
 #include "replies.hpp"
 
 #include <redlock/client.hpp>
@@ -23,6 +24,7 @@ struct service {
     redlock::connection& store;  ///< the store node, for the stock and orders
     inventory& items;
     metrics& stats;
+    readiness& probe;
     bool draining = false;  ///< set on SIGTERM: /readyz answers 503, responses say `Connection: close`
 };
 

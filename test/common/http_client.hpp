@@ -18,7 +18,7 @@ namespace redlock::test {
 
 struct http_reply {
     unsigned status = 0;  ///< 0 when no response came (see error)
-    std::string body;
+    std::string body{};
     std::map<std::string, std::string> headers;  ///< names lower-cased
     boost::system::error_code error;             ///< what failed before a complete response
 
@@ -32,8 +32,8 @@ struct http_reply {
 struct http_call {
     boost::beast::http::verb method = boost::beast::http::verb::get;
     std::string target = "/";
-    std::string body;
-    std::vector<std::pair<std::string, std::string>> headers;
+    std::string body{};
+    std::vector<std::pair<std::string, std::string>> headers{};
     std::chrono::milliseconds timeout{10'000};  ///< connect + write + read
 };
 

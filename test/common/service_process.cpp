@@ -1,5 +1,4 @@
 #include "service_process.hpp"
-
 #include "subprocess.hpp"
 
 #include <csignal>

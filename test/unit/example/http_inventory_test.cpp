@@ -1,12 +1,12 @@
 // example/http_inventory without I/O: the command line, the routes, the PUT body, the rate-limit headers of a
 // limiter's decision, and the metrics text.
-#include <boost/test/unit_test.hpp>
-
 #include "config.hpp"
 #include "metrics.hpp"
 #include "order_id.hpp"
 #include "replies.hpp"
 #include "route.hpp"
+
+#include <boost/test/unit_test.hpp>
 
 #include <string>
 #include <vector>
@@ -19,10 +19,10 @@ BOOST_AUTO_TEST_SUITE(http_inventory_config)
 
 BOOST_AUTO_TEST_CASE(flags_take_values_after_a_space_or_an_equals_sign)
 {
-    const auto c = parse_config({"--listen", "0.0.0.0:0", "--nodes=redis://a:1,redis://b:2,,redis://c:3", "--store",
-                                 "redis://s:9", "--rate", "5/100ms", "--burst=0", "--drain-timeout", "30s",
-                                 "--idle-timeout", "2m", "--body-limit", "0"},
-                                nullptr);
+    const auto c = parse_config(
+        {"--listen", "0.0.0.0:0", "--nodes=redis://a:1,redis://b:2,,redis://c:3", "--store", "redis://s:9", "--rate",
+         "5/100ms", "--burst=0", "--drain-timeout", "30s", "--idle-timeout", "2m", "--body-limit", "0"},
+        nullptr);
     BOOST_TEST(c.listen_host == "0.0.0.0");
     BOOST_TEST(c.listen_port == 0);
     BOOST_TEST(c.lock_nodes == (std::vector<std::string>{"redis://a:1", "redis://b:2", "redis://c:3"}),
