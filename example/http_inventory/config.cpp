@@ -55,11 +55,12 @@ void parse_rate(std::string_view text, config& c)
             throw config_error("--rate: expected COUNT/PERIOD (20/s) or 0, got '" + std::string(text) + "'");
         return;
     }
-    auto period = text.substr(slash + 1);
+    const auto period = text.substr(slash + 1);
     // "/s" reads as "per 1 s".
-    c.rate_period =
-        parse_duration(!period.empty() && (period.front() < '0' || period.front() > '9') ? "1" + std::string(period)
-                                                                                         : std::string(period));
+    std::string count_and_unit;
+    if (!period.empty() && (period.front() < '0' || period.front() > '9')) count_and_unit = "1";
+    count_and_unit.append(period);
+    c.rate_period = parse_duration(count_and_unit);
     if (c.rate_period.count() <= 0) throw config_error("--rate: the period must be positive");
 }
 
