@@ -87,15 +87,18 @@ int run(const config& cfg)
     server srv(ioc, svc);
     const auto bound = srv.listen(cfg.listen_host, cfg.listen_port);
 
-    asio::co_spawn(ioc, connect_all(locks, limits, store), [](std::exception_ptr e) {
-        if (e) log(log_level::error, "connecting failed unexpectedly");
-    });
-    srv.start();
-    // The test harness and scripts read the bound port from this line (--listen HOST:0 picks a free one).
-    std::printf("listening on %s:%u\n", bound.address().to_string().c_str(), static_cast<unsigned>(bound.port()));
-    std::fflush(stdout);
     log(log_level::info, "lock nodes: " + std::to_string(locks.size()) + " (quorum " + std::to_string(locks.quorum()) +
                              "), store: " + store_node.to_string());
+    // Accept once the first connection attempts are over (at most a connect timeout): requests that came in
+    // before would fail with not_connected. Bound already, so clients queue in the backlog meanwhile.
+    asio::co_spawn(ioc, connect_all(locks, limits, store), [&](std::exception_ptr e) {
+        if (e) log(log_level::error, "connecting failed unexpectedly");
+        if (svc.draining) return;
+        srv.start();
+        // The test harness and scripts read the bound port from this line (--listen HOST:0 picks a free one).
+        std::printf("listening on %s:%u\n", bound.address().to_string().c_str(), static_cast<unsigned>(bound.port()));
+        std::fflush(stdout);
+    });
 
     int exit_code = 0;
     asio::signal_set signals(ioc, SIGTERM, SIGINT);
