@@ -2,13 +2,14 @@
 // the service for a stock of 100, retrying (with their own Idempotency-Key) on 503 or a lost connection, as a
 // real client does. Exactly 100 must get their reservation, each recorded in the store with the fencing token
 // they were told, and the stock must end at exactly 0:
-// - while a lock node is killed and one instance is stopped (SIGSTOP) for longer than the lock's lease;
+// - while a lock node is killed, one instance's network to its Redis nodes slows down until its holder loses
+//   its lease mid-reservation, and later that instance is stopped (SIGSTOP) for twice the lease;
 // - while one instance is sent SIGTERM: it drains (its accepted requests finish) and exits 0, and no reservation
 //   a customer was told about is missing from the store.
-// The readiness, timeouts and drain deadline of one instance are in test/integration/example.
+// The readiness, timeouts and drain deadline of one instance, and a stale holder's refused write step by step,
+// are in test/integration/example.
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -16,6 +17,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <common/fault_proxy.hpp>
 #include <common/http_client.hpp>
 #include <common/redis_node.hpp>
 #include <common/service_process.hpp>
@@ -72,7 +74,10 @@ asio::awaitable<void> customer(std::vector<std::uint16_t> ports, std::string ite
                                steady_clock::time_point give_up_at)
 {
     auto& out = crowd.results[static_cast<std::size_t>(index)];
-    std::size_t instance = static_cast<std::size_t>(index) % ports.size();
+    // Nine in ten start on the first instance. The second, with fewer waiters, sells to its own customers
+    // early (one release wakes one waiter per process, and either may win); then the first holds the lock
+    // alone, so the faults injected there in the second half of the sale hit a holder mid-way.
+    std::size_t instance = index % 10 == 0 ? 1 % ports.size() : 0;
     asio::steady_timer pause(co_await asio::this_coro::executor);
     while (steady_clock::now() < give_up_at) {
         http_call call{.method = http::verb::post,
@@ -141,13 +146,19 @@ struct deployment {
 
     std::vector<std::string> instance_args(const std::vector<std::string>& extra) const
     {
+        return instance_args_via(lock_nodes.urls(), store.url(), extra);
+    }
+    // An instance that reaches the nodes at other addresses (proxies).
+    std::vector<std::string> instance_args_via(const std::vector<std::string>& lock_urls, const std::string& store_url,
+                                               const std::vector<std::string>& extra) const
+    {
         std::vector<std::string> args{REDLOCK_HTTP_INVENTORY_PATH,
                                       "--listen",
                                       "127.0.0.1:0",
                                       "--nodes",
-                                      comma_joined(lock_nodes.urls()),
+                                      comma_joined(lock_urls),
                                       "--store",
-                                      store.url(),
+                                      store_url,
                                       "--rate",
                                       "0",
                                       "--lock-ttl",
@@ -215,16 +226,42 @@ void check_sale(const deployment& d, const std::string& item, const std::vector<
 BOOST_AUTO_TEST_CASE(two_instances_sell_exactly_the_stock_with_a_lock_node_killed_and_an_instance_stalled)
 {
     deployment d;
-    service_process a(d.instance_args({}), d.dir + "/a.log");
+    // Instance a reaches every node through a proxy of its own, so its network can be slowed while b's is not.
+    std::vector<std::unique_ptr<fault_proxy>> a_network;
+    std::vector<std::string> a_lock_urls;
+    for (std::size_t n = 0; n < d.lock_nodes.size(); ++n) {
+        a_network.push_back(std::make_unique<fault_proxy>(d.lock_nodes[n].port()));
+        a_lock_urls.push_back(a_network.back()->url());
+    }
+    a_network.push_back(std::make_unique<fault_proxy>(d.store.port()));
+    service_process a(d.instance_args_via(a_lock_urls, a_network.back()->url(), {}), d.dir + "/a.log");
     service_process b(d.instance_args({}), d.dir + "/b.log");
     d.set_stock(a.port(), "sale");
 
-    // Mid-sale: a lock node dies (2 of 3 remain, a quorum); later instance a stops for twice the lock's lease
-    // (a GC pause, a stopped VM): its leases expire while it holds them, b goes on, and a's late writes must be
-    // refused by their fencing tokens.
+    // Mid-sale: a lock node dies (2 of 3 remain, a quorum). Then a's store slows down (every byte 1.5 s late),
+    // so a's holder is soon stuck with its claim or its write in flight, and 100 ms later a's lock nodes too:
+    // that holder cannot extend its lease, loses it, and its customers retry on b, which takes the lock with a
+    // higher token; when a's late claim or write reaches the store, its token must be refused. Later a stops
+    // (SIGSTOP) for twice the lease: a GC pause, a stopped VM.
+    auto slow = [&](std::size_t first, std::size_t last, std::chrono::milliseconds delay) {
+        for (std::size_t i = first; i < last; ++i)
+            a_network[i]->set_mode(delay.count() ? fault_proxy::mode::delay : fault_proxy::mode::pass, delay);
+    };
+    const std::size_t store_path = d.lock_nodes.size();
     std::vector<milestone> faults{
         {stock / 5, [&](asio::any_io_executor) { d.lock_nodes[0].kill(); }},
-        {stock * 2 / 5, [&](asio::any_io_executor ex) {
+        {stock * 6 / 10,
+         [&](asio::any_io_executor ex) {
+             slow(store_path, store_path + 1, 1500ms);
+             auto then = std::make_shared<asio::steady_timer>(ex, 100ms);
+             then->async_wait([then, &slow, store_path](boost::system::error_code) {
+                 slow(0, store_path, 1500ms);
+                 then->expires_after(1500ms);
+                 then->async_wait(
+                     [then, &slow, store_path](boost::system::error_code) { slow(0, store_path + 1, 0ms); });
+             });
+         }},
+        {stock * 8 / 10, [&](asio::any_io_executor ex) {
              a.signal(SIGSTOP);
              auto resume = std::make_shared<asio::steady_timer>(ex, 1s);
              resume->async_wait([resume, &a](boost::system::error_code) { a.signal(SIGCONT); });
