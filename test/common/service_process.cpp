@@ -42,7 +42,8 @@ service_process::~service_process()
 
 void service_process::signal(int signal_number) const
 {
-    if (pid_ > 0) ::kill(pid_, signal_number);
+    const pid_t pid = pid_;
+    if (pid > 0) ::kill(pid, signal_number);
 }
 
 std::optional<int> service_process::wait_exit(std::chrono::milliseconds limit)

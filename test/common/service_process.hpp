@@ -2,6 +2,7 @@
 // (with --listen HOST:0 it picks a free port itself, so two services never race for one).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -32,7 +33,7 @@ public:
 
 private:
     std::string output_file_;
-    pid_t pid_ = -1;
+    std::atomic<pid_t> pid_{-1};  // signal() may come from another thread (a load generator's) than wait_exit()
     std::uint16_t port_ = 0;
 };
 
