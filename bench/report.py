@@ -11,6 +11,7 @@ The raw folder holds one file per run, named by scripts/dev bench:
                          compare-and-delete script) with the connections and pipeline depth of SHAPE
   meta.json              the run's settings (duration, node count, tools' versions)
   handoffN.IMPL.json     the handoff scenario on N nodes (IMPL: ours, ours-fair, node-redlock): a second table
+  semaphoreN.ours.json   the semaphore scenario on N nodes (8 clients x 1 worker, 4 permits): a third table
 Standard library only: it runs on Debian's python3 as it comes.
 """
 
@@ -34,6 +35,8 @@ PEERS = ["node-redlock", "ioredis", "redis-py"]
 # The handoff table: every grant passes to a worker of another client (`redlock bench --scenario handoff`).
 HANDOFF_ROWS = [("handoff1", "1 node"), ("handoff5", "5 nodes")]
 HANDOFF_IMPLS = [("ours", "plain"), ("ours-fair", "fair"), ("node-redlock", "node-redlock, defaults")]
+# The semaphore table: workers contending for a semaphore's permits (`redlock bench --scenario semaphore`).
+SEMAPHORE_ROWS = [("semaphore1", "1 node"), ("semaphore5", "5 nodes")]
 # redis-benchmark shapes: (connections, pipeline depth, what it stands for).
 SHAPES = {
     "seq": (1, 1, "1 connection, 1 request in flight: the round trip"),
@@ -121,7 +124,13 @@ def gather(raw):
             result = load_json(os.path.join(raw, f"{row_id}.{impl}.json"))
             if result is not None:
                 handoff.append({"label": f"{kind}, {label}", "result": result})
-    return {"meta": meta, "rows": rows, "ceilings": {s: c for s, c in extra.items() if c}, "handoff": handoff}
+    semaphore = []
+    for row_id, label in SEMAPHORE_ROWS:
+        result = load_json(os.path.join(raw, f"{row_id}.ours.json"))
+        if result is not None:
+            semaphore.append({"label": label, "result": result})
+    return {"meta": meta, "rows": rows, "ceilings": {s: c for s, c in extra.items() if c}, "handoff": handoff,
+            "semaphore": semaphore}
 
 
 def rate(result):
@@ -191,8 +200,27 @@ def handoff_table(results):
     return lines
 
 
+def semaphore_table(results):
+    """Permits/s and acquire latency of workers contending for a semaphore; how many acquires had to wait."""
+    lines = [["semaphore", "workers", "limit", "permits/s", "acquire p50", "p99", "max", "at once", "p50", "p99",
+              "waited", "p50", "p99", "attempts/permit", "max held"]]
+    for entry in results.get("semaphore", []):
+        r = entry["result"]
+        acquire = r.get("acquire_us", {})
+        granted = (r.get("first_try") or 0) + (r.get("waited") or 0)
+        lines.append([entry["label"], f"{r.get('clients', 0)} x {r.get('workers', 0)}", str(r.get("limit", "-")),
+                      with_errors(fmt_int(r.get("ops_per_sec")), r), fmt_int(acquire.get("p50")),
+                      fmt_int(acquire.get("p99")), fmt_int(acquire.get("max")),
+                      f"{100 * r['first_try'] / granted:.0f}%" if granted else "-",
+                      fmt_int(r.get("first_try_us", {}).get("p50")), fmt_int(r.get("first_try_us", {}).get("p99")),
+                      f"{100 * r['waited'] / granted:.0f}%" if granted else "-",
+                      fmt_int(r.get("waited_us", {}).get("p50")), fmt_int(r.get("waited_us", {}).get("p99")),
+                      fmt_float(r["attempts"] / granted, 2) if granted else "-", str(r.get("max_held", "-"))])
+    return lines
+
+
 def print_text(results, out):
-    for lines in (table(results), handoff_table(results)):
+    for lines in (table(results), handoff_table(results), semaphore_table(results)):
         if len(lines) < 2:
             continue
         print_lines(lines, out)
@@ -209,7 +237,7 @@ def print_lines(lines, out):
 
 
 def print_markdown(results, out):
-    for lines in (table(results), handoff_table(results)):
+    for lines in (table(results), handoff_table(results), semaphore_table(results)):
         if len(lines) < 2:
             continue
         out.write("| " + " | ".join(lines[0]) + " |\n")

@@ -280,6 +280,7 @@ int run_bench(const bench_options& o)
 {
     if (o.kind == bench_options::scenario::hold) return run_bench_hold(o);
     if (o.kind == bench_options::scenario::limiter) return run_bench_limiter(o);
+    if (o.kind == bench_options::scenario::semaphore) return run_bench_semaphore(o);
     asio::io_context ctx(1);
     int code = exit_code::lost;
     bench_run bench(ctx, o);

@@ -64,6 +64,14 @@ std::string allocs_per_op_or_null(const bench_result& r)
     return r.allocations ? per_op_or_null(r, static_cast<double>(*r.allocations), 1.0) : std::string("null");
 }
 
+// {"p50":..,"p99":..,"max":..} of `samples` (sorts them).
+std::string short_percentiles(std::vector<std::int64_t>& samples)
+{
+    return "{\"p50\":" + number_or_null(percentile(samples, 50)) +
+           ",\"p99\":" + number_or_null(percentile(samples, 99)) +
+           ",\"max\":" + number_or_null(percentile(samples, 100)) + "}";
+}
+
 }  // namespace
 
 std::string to_json(bench_result r)
@@ -86,6 +94,19 @@ std::string to_json(bench_result r)
            ",\"max\":" + number_or_null(percentile(r.acquire_us, 100)) + "}";
     out += ",\"handoff_us\":{\"p50\":" + number_or_null(percentile(r.handoff_us, 50)) +
            ",\"p99\":" + number_or_null(percentile(r.handoff_us, 99)) + "}";
+    if (r.semaphore) {
+        auto& s = *r.semaphore;  // percentile() sorts the samples
+        out += ",\"limit\":" + std::to_string(s.limit);
+        out += std::string(",\"fair\":") + (s.fair ? "true" : "false");
+        out += ",\"max_held\":" + std::to_string(s.max_held);
+        out += ",\"first_try\":" + std::to_string(s.first_try);
+        out += ",\"first_try_us\":" + short_percentiles(s.first_try_us);
+        out += ",\"waited\":" + std::to_string(s.waited);
+        out += ",\"waited_us\":" + short_percentiles(s.waited_us);
+        out += ",\"attempts\":" + std::to_string(s.attempts);
+        out += ",\"woken_by_release\":" + std::to_string(s.woken_by_release);
+        out += ",\"timed_retries\":" + std::to_string(s.timed_retries);
+    }
     if (r.waits) {
         out += ",\"lock\":\"" + r.lock_kind + "\"";
         out += ",\"handoffs\":" + std::to_string(r.handoff_us.size());
@@ -117,7 +138,10 @@ std::string to_table(bench_result r)
     out += "nodes        " + std::to_string(r.nodes) + "\n";
     out += "clients      " + std::to_string(r.clients) + " x " + std::to_string(r.workers) + " worker(s)\n";
     out += "duration     " + fixed(r.seconds, 2) + " s\n";
-    out += "operations   " + std::to_string(r.ops) + (r.limiter ? " (decisions)\n" : " (lock + release)\n");
+    out += "operations   " + std::to_string(r.ops) +
+           (r.limiter     ? " (decisions)\n"
+            : r.semaphore ? " (permit acquire + release)\n"
+                          : " (lock + release)\n");
     out += (r.limiter ? "decisions/s  " : "ops/s        ") + fixed(ops_per_sec(r), 1) + "\n";
     if (r.limiter) {
         const auto& l = *r.limiter;
@@ -138,6 +162,17 @@ std::string to_table(bench_result r)
         out += "handoffs     " + std::to_string(r.handoff_us.size()) + " of " + std::to_string(r.grants) +
                " grants went to another worker than the one that released\n";
     }
+    if (r.semaphore) {
+        const auto& s = *r.semaphore;
+        out += "semaphore    limit " + std::to_string(s.limit) + (s.fair ? ", fair" : "") + "; at most " +
+               std::to_string(s.max_held) + " permit(s) held at once by this run\n";
+        out += "acquires     " + std::to_string(s.first_try) + " found room at once, " + std::to_string(s.waited) +
+               " waited; " +
+               (s.first_try + s.waited > 0 ? fixed(static_cast<double>(s.attempts) / (s.first_try + s.waited), 2)
+                                           : std::string("-")) +
+               " attempts per permit; retries woken by a release " + std::to_string(s.woken_by_release) +
+               ", by a timer " + std::to_string(s.timed_retries) + "\n";
+    }
     if (r.waits && r.grants > 0) {
         const auto per_grant = [&](std::uint64_t n) { return fixed(static_cast<double>(n) / r.grants, 2); };
         out += "lock         " + r.lock_kind + "\n";
@@ -156,6 +191,16 @@ std::string to_table(bench_result r)
         number_or_dash(percentile(r.acquire_us, 50)).c_str(), number_or_dash(percentile(r.acquire_us, 90)).c_str(),
         number_or_dash(percentile(r.acquire_us, 99)).c_str(), number_or_dash(percentile(r.acquire_us, 100)).c_str());
     out += line;
+    if (r.semaphore) {
+        for (auto* samples : {&r.semaphore->first_try_us, &r.semaphore->waited_us}) {
+            std::snprintf(
+                line, sizeof line, "%-12s %10s %10s %10s %10s\n",
+                samples == &r.semaphore->waited_us ? "  waited" : "  at once",
+                number_or_dash(percentile(*samples, 50)).c_str(), number_or_dash(percentile(*samples, 90)).c_str(),
+                number_or_dash(percentile(*samples, 99)).c_str(), number_or_dash(percentile(*samples, 100)).c_str());
+            out += line;
+        }
+    }
     if (r.has_handoff) {
         std::snprintf(line, sizeof line, "%-12s %10s %10s %10s %10s\n", "handoff",
                       number_or_dash(percentile(r.handoff_us, 50)).c_str(),

@@ -22,6 +22,21 @@ cpu_times cpu_now();
 // Nearest-rank percentile (p in (0, 100]) of the samples; nullopt when there are none. Sorts `samples`.
 std::optional<std::int64_t> percentile(std::vector<std::int64_t>& samples, double p);
 
+// The semaphore scenario: the permits contended for, the most this process held at once (never above the limit
+// when the semaphore is right), and how the acquires went: room found on the first attempt, or a wait.
+struct bench_semaphore_totals {
+    std::int64_t limit = 0;
+    bool fair = false;
+    std::int64_t max_held = 0;
+    std::uint64_t first_try = 0;             // granted on the first attempt
+    std::uint64_t waited = 0;                // granted after more than one attempt
+    std::vector<std::int64_t> first_try_us;  // their acquire latencies, apart: the protocol's own
+    std::vector<std::int64_t> waited_us;     // and the wait for a release
+    std::uint64_t attempts = 0;              // diagnostics::waiting(), summed over every acquire
+    std::uint64_t woken_by_release = 0;
+    std::uint64_t timed_retries = 0;
+};
+
 // How the lock calls of a run waited: diagnostics::waiting(), summed.
 struct bench_wait_totals {
     std::uint64_t attempts = 0;
@@ -54,6 +69,10 @@ struct bench_result {
     std::vector<std::int64_t> handoff_us;  // contended: a release completing to another client's acquire completing
     bool has_handoff = false;
     std::uint64_t grants = 0;  // contended: successful acquires (handoff_us.size() of them went to another client)
+    // The semaphore scenario: an operation is a permit acquired, held and released. JSON adds, after handoff_us:
+    // limit, fair, max_held, first_try, first_try_us {p50,p99,max}, waited, waited_us {p50,p99,max}, attempts,
+    // woken_by_release, timed_retries.
+    std::optional<bench_semaphore_totals> semaphore;
     // The handoff scenario: how the lock calls waited (diagnostics::waiting(), summed) and what the nodes ran.
     std::optional<bench_wait_totals> waits;
     std::vector<std::pair<std::string, std::uint64_t>> server_calls;  // per command, over every node

@@ -13,5 +13,7 @@ int run_bench(const bench_options& options);
 int run_bench_hold(const bench_options& options);
 // `redlock bench --scenario limiter` (bench_limiter.cpp).
 int run_bench_limiter(const bench_options& options);
+// `redlock bench --scenario semaphore` (bench_semaphore.cpp).
+int run_bench_semaphore(const bench_options& options);
 
 }  // namespace redlock::cli

@@ -1,14 +1,17 @@
-// `redlock exec`: take the lock, run the command under it, stop the command if the lease is lost, release.
+// `redlock exec`: take the lock (or a semaphore's permit), run the command under it, stop the command if the lease
+// is lost, release.
 #include "child.hpp"
 #include "commands.hpp"
 #include "duration.hpp"
 #include "exit_codes.hpp"
 #include "guarded_run.hpp"
+#include "held_grant.hpp"
 #include "signal_watch.hpp"
 #include "signals.hpp"
 
 #include <redlock/client.hpp>
 #include <redlock/mutex.hpp>
+#include <redlock/semaphore.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -44,20 +47,25 @@ double ms_since(clock::time_point start)
     return std::chrono::duration<double, std::milli>(clock::now() - start).count();
 }
 
-std::vector<std::string> child_environment(const std::string& key, const lease& held)
+std::vector<std::string> child_environment(const exec_options& o, const held_grant& held)
 {
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
         const std::string_view entry(*e);
         // An outer redlock's values must not leak through: the command sees this lock only.
         if (entry.starts_with("REDLOCK_KEY=") || entry.starts_with("REDLOCK_TOKEN=") ||
-            entry.starts_with("REDLOCK_FENCING_TOKEN="))
+            entry.starts_with("REDLOCK_FENCING_TOKEN=") || entry.starts_with("REDLOCK_PERMIT_ID=") ||
+            entry.starts_with("REDLOCK_LIMIT="))
             continue;
         env.emplace_back(entry);
     }
-    env.push_back("REDLOCK_KEY=" + key);
+    env.push_back("REDLOCK_KEY=" + o.key);
     env.push_back("REDLOCK_TOKEN=" + held.token());
     if (held.fencing_token() != 0) env.push_back("REDLOCK_FENCING_TOKEN=" + std::to_string(held.fencing_token()));
+    if (held.is_permit()) {
+        env.push_back("REDLOCK_PERMIT_ID=" + held.token());  // the permit's member in the semaphore's set
+        env.push_back("REDLOCK_LIMIT=" + std::to_string(o.limit));
+    }
     return env;
 }
 
@@ -108,6 +116,14 @@ private:
     asio::awaitable<void> watch_signals();
     void on_signal(const signal_event& e);
     asio::awaitable<void> connect();
+    asio::awaitable<std::tuple<error_code, held_grant>> acquire(const lock_options& lo, diagnostics& diag);
+    bool semaphore_mode() const noexcept { return o_.limit > 1; }
+    std::string what() const;
+    std::string_view refusal() const noexcept
+    {
+        return semaphore_mode() ? "no permit free there" : "held by another owner";
+    }
+    void describe_quorum() const;
     asio::awaitable<int> run_command();
     asio::awaitable<error_code> release();
     void watch_validity();
@@ -129,7 +145,7 @@ private:
     signal_watch signals_;
     asio::signal_set sigchld_;  // before the fork: an early exit of the command is not missed
     client client_;
-    lease held_;                           // owned here, not by a coroutine frame: shutdown() releases it
+    held_grant held_;                      // owned here, not by a coroutine frame: shutdown() releases it
     asio::cancellation_signal cancel_op_;  // the connect or lock in progress, on a signal
     asio::steady_timer stop_timer_;        // --kill-grace before the validity ends: stop the command?
     asio::steady_timer grace_timer_;       // SIGKILL, when the command outlives its grace
@@ -179,8 +195,8 @@ void exec_session::on_signal(const signal_event& e)
 
 int exec_session::interrupted_exit(std::string_view while_doing) const
 {
-    report_.error("interrupted by " + signal_name(interrupted_) + " while " + std::string(while_doing) + " '" + o_.key +
-                  "'; the command was not run");
+    report_.error("interrupted by " + signal_name(interrupted_) + " while " + std::string(while_doing) + " " + what() +
+                  "; the command was not run");
     return exit_code::signal_base + interrupted_;
 }
 
@@ -188,7 +204,8 @@ int exec_session::interrupted_exit(std::string_view while_doing) const
 // with...): what it refuses is a bad command line.
 int exec_session::invalid_options_exit(const diagnostics& diag) const
 {
-    std::string text = "exec: cannot lock '" + o_.key + "' with these options";
+    std::string text =
+        "exec: cannot " + (semaphore_mode() ? "take " + what() : "lock '" + o_.key + "'") + " with these options";
     text += diag.message().empty() ? std::string(": invalid argument") : ": " + std::string(diag.message());
     report_.error(text);
     write_stderr("Try 'redlock exec --help'.\n");
@@ -211,7 +228,7 @@ asio::awaitable<void> exec_session::settle(asio::steady_timer& timer)
 
 std::vector<std::string> exec_session::node_lines(const std::vector<node_outcome>& nodes) const
 {
-    auto lines = describe_nodes(nodes);
+    auto lines = describe_nodes(nodes, refusal());
     // "not connected" says little: add why the connection failed, when the connect phase knew.
     for (std::size_t i = 0; i < nodes.size() && i < connect_outcomes_.size() && i < lines.size(); ++i) {
         const auto& c = connect_outcomes_[i];
@@ -245,18 +262,59 @@ asio::awaitable<void> exec_session::connect()
     }
 }
 
+// "lock 'K'", or "a permit of semaphore 'K' (limit N)": what the messages say is being taken.
+std::string exec_session::what() const
+{
+    if (!semaphore_mode()) return "lock '" + o_.key + "'";
+    return "a permit of semaphore '" + o_.key + "' (limit " + std::to_string(o_.limit) + ")";
+}
+
+// The start of -v: the quorum the grant needs. A semaphore's grows with its limit (doc/semaphores.md):
+// say how many node failures it tolerates, and plainly when none.
+void exec_session::describe_quorum() const
+{
+    const std::string settings = ", ttl " + format_duration(o_.ttl) + ", wait " +
+                                 (o_.wait ? format_duration(*o_.wait) : std::string("forever")) + ", watchdog " +
+                                 (o_.watchdog ? "on" : "off");
+    const std::string nodes = std::to_string(client_.size()) + " node(s)";
+    if (!semaphore_mode()) {
+        report_.detail("lock '" + o_.key + "' on " + nodes + ", quorum " + std::to_string(client_.quorum()) + settings);
+        return;
+    }
+    const semaphore s(client_, o_.key, o_.limit);
+    const auto tolerated = s.failures_tolerated();
+    report_.detail("semaphore '" + o_.key + "' with limit " + std::to_string(o_.limit) + " on " + nodes + ", quorum " +
+                   std::to_string(s.quorum()) + ", tolerates " + std::to_string(tolerated) + " node failure(s)" +
+                   settings);
+    if (tolerated == 0)
+        report_.detail("a permit needs all " + std::to_string(client_.size()) +
+                       " node(s): no node may fail (with one down no permit is granted, and a permit held is lost "
+                       "when the watchdog cannot extend it on every node)");
+}
+
+// The lock (--limit 1), or one permit of the semaphore; cancelled by a signal through cancel_op_.
+asio::awaitable<std::tuple<error_code, held_grant>> exec_session::acquire(const lock_options& lo, diagnostics& diag)
+{
+    auto token = asio::bind_cancellation_slot(cancel_op_.slot(), use_tuple);
+    if (!semaphore_mode()) {
+        mutex m(client_, o_.key, lo);
+        auto [ec, held] = co_await m.async_lock(diag, token);
+        co_return std::tuple{ec, held_grant(std::move(held))};
+    }
+    semaphore s(client_, o_.key, o_.limit, lo);
+    auto [ec, held] = co_await s.async_acquire(1, diag, token);
+    co_return std::tuple{ec, held_grant(std::move(held))};
+}
+
 asio::awaitable<int> exec_session::run()
 {
     asio::co_spawn(co_await asio::this_coro::executor, watch_signals(), rethrow);
     const auto started = clock::now();
     const auto deadline = o_.wait ? started + *o_.wait : clock::time_point::max();
-    report_.detail("lock '" + o_.key + "' on " + std::to_string(client_.size()) + " node(s), quorum " +
-                   std::to_string(client_.quorum()) + ", ttl " + format_duration(o_.ttl) + ", wait " +
-                   (o_.wait ? format_duration(*o_.wait) : std::string("forever")) + ", watchdog " +
-                   (o_.watchdog ? "on" : "off"));
+    describe_quorum();
 
     co_await connect();
-    if (interrupted_ != 0) co_return interrupted_exit("connecting for lock");
+    if (interrupted_ != 0) co_return interrupted_exit("connecting for");
 
     lock_options lo;
     lo.ttl = o_.ttl;
@@ -270,14 +328,13 @@ asio::awaitable<int> exec_session::run()
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
         lo.wait = std::max(std::chrono::milliseconds(0), left);  // 0: the one attempt --wait still grants
     }
-    mutex m(client_, o_.key, lo);
     auto& diag = lock_diag_;
     const auto lock_start = clock::now();
     schedule_progress(lock_start);
-    auto [ec, held] = co_await m.async_lock(diag, asio::bind_cancellation_slot(cancel_op_.slot(), use_tuple));
+    auto [ec, held] = co_await acquire(lo, diag);
     held_ = std::move(held);  // from here on, shutdown() releases it on every way out
     progress_.cancel();
-    if (interrupted_ != 0) co_return interrupted_exit("waiting for lock");
+    if (interrupted_ != 0) co_return interrupted_exit("waiting for");
     if (ec == error::invalid_argument) co_return invalid_options_exit(diag);
     if (ec) {
         const bool busy = ec == error::not_acquired;
@@ -285,16 +342,20 @@ asio::awaitable<int> exec_session::run()
                                    : *o_.wait == std::chrono::milliseconds(0)
                                        ? " in one attempt (--wait 0)"
                                        : " within --wait " + format_duration(*o_.wait);
-        std::string text = "could not acquire lock '" + o_.key + "'" + waited + ": " + ec.message();
+        // error::not_acquired's own text speaks of a lock held by another owner.
+        const std::string why = busy && semaphore_mode() ? "not acquired: every permit is taken" : ec.message();
+        std::string text = "could not acquire " + what() + waited + ": " + why;
         if (!diag.message().empty()) text += ": " + std::string(diag.message());
         report_.error(text);
         report_.error_lines(node_lines(diag.nodes()));
         co_return busy ? exit_code::busy : exit_code::unavailable;
     }
-    report_.detail("acquired '" + o_.key + "' in " + format_ms(ms_since(lock_start)) + ", token " + held_.token() +
+    const std::string taken = semaphore_mode() ? "a permit of '" + o_.key + "'" : "'" + o_.key + "'";
+    report_.detail("acquired " + taken + " in " + format_ms(ms_since(lock_start)) +
+                   (semaphore_mode() ? ", permit id " : ", token ") + held_.token() +
                    (held_.fencing_token() != 0 ? ", fencing token " + std::to_string(held_.fencing_token()) : "") +
                    ", valid for " + std::to_string(held_.validity().count()) + " ms");
-    report_.detail_lines(describe_nodes(diag.nodes()));
+    report_.detail_lines(describe_nodes(diag.nodes(), refusal()));
 
     co_return co_await run_command();
 }
@@ -304,7 +365,7 @@ asio::awaitable<int> exec_session::run_command()
     child_spec spec;
     spec.path = path_;
     spec.argv = o_.command;
-    spec.env = child_environment(o_.key, held_);
+    spec.env = child_environment(o_, held_);
     spec.own_group = !in_terminal_foreground();
     spec.parent_death_signal = o_.kill_signal;  // if redlock dies, nobody keeps the lease: stop the command
     const auto run_start = clock::now();
@@ -356,7 +417,7 @@ asio::awaitable<error_code> exec_session::release()
 {
     if (!held_) co_return error_code{};
     auto [ec] = co_await held_.async_release(use_tuple);
-    held_ = lease{};
+    held_ = held_grant{};
     co_return ec;
 }
 
@@ -452,7 +513,7 @@ asio::awaitable<void> exec_session::shutdown(std::exception_ptr failure)
     }
     if (held_) {
         auto [ec] = co_await held_.async_release(use_tuple);
-        held_ = lease{};
+        held_ = held_grant{};
         if (ec)
             report_.error("releasing '" + o_.key + "' failed: " + ec.message() + "; the keys expire within the TTL (" +
                           format_duration(o_.ttl) + ")");
@@ -477,7 +538,7 @@ void exec_session::schedule_progress(clock::time_point since)
             if (n.what == node_outcome::result::failed) ++failed;
         const bool unreachable = !nodes.empty() && failed > nodes.size() - client_.quorum();
         const auto waited = std::chrono::duration_cast<std::chrono::seconds>(clock::now() - since).count();
-        std::string text = "still waiting for lock '" + o_.key + "' after " + std::to_string(waited) + " s";
+        std::string text = "still waiting for " + what() + " after " + std::to_string(waited) + " s";
         if (!lock_diag_.message().empty()) text += "; last attempt: " + std::string(lock_diag_.message());
         if (report_.verbose()) {
             report_.detail(text);

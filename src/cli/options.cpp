@@ -2,6 +2,8 @@
 #include "options.hpp"
 #include "signals.hpp"
 
+#include <redlock/semaphore.hpp>
+
 #include <boost/program_options.hpp>
 
 #include <algorithm>
@@ -24,19 +26,21 @@ constexpr ms min_ttl{10};
 const char* exec_help = R"(usage: redlock exec [options] -- COMMAND [ARG...]
 
 Runs COMMAND while holding a distributed lock on a quorum of Redis nodes, and releases the lock when
-COMMAND exits, whatever its exit code.
+COMMAND exits, whatever its exit code. With --limit N > 1, holds one permit of a semaphore instead: up to N
+commands run at once under the same --key.
 
 options:
   --nodes URL[,URL...]   Redis nodes (redis://, rediss://, unix://); default from $REDLOCK_NODES, else
                          redis://127.0.0.1:6379
-  --key NAME             lock name (required, non-empty)
+  --key NAME             lock or semaphore name (required, non-empty)
   --ttl DURATION         lease TTL, default 10s (DURATION: 250ms, 10s, 2m, or plain milliseconds)
   --wait DURATION        how long to wait for the lock; default: wait forever; 0: one attempt
-  --limit N              semaphore mode (N > 1 comes in a later release; only 1, a mutex, for now)
+  --limit N              a semaphore of N permits: at most N holders at once (default 1: a lock); a
+                         permit needs Q = floor(N_nodes * N / (N + 1)) + 1 node grants (-v says Q)
   --fair                 FIFO order among waiters, across processes and nodes (doc/locks.md)
   --waiter-ttl DURATION  with --fair: a waiter that stops heartbeating (its process died) leaves the
                          queue within this time; default 2s
-  --fencing              obtain a fencing token: COMMAND gets it in REDLOCK_FENCING_TOKEN
+  --fencing              obtain a fencing token: COMMAND gets it in REDLOCK_FENCING_TOKEN (a lock only)
   --no-watchdog          do not extend the lease; COMMAND is stopped before the TTL runs out
   --kill-signal SIG      signal sent to COMMAND --kill-grace before the lease can end, when the watchdog
                          cannot extend it (default TERM); KILL when the lease ends
@@ -45,28 +49,34 @@ options:
   -q, --quiet            nothing but errors on stderr
   -h, --help             this text
 
-COMMAND gets REDLOCK_KEY and REDLOCK_TOKEN (the lease token), and with --fencing REDLOCK_FENCING_TOKEN (a
-number above every earlier holder's), in its environment; INT, TERM and HUP sent to redlock are forwarded
+COMMAND gets REDLOCK_KEY and REDLOCK_TOKEN (the lease token), with --fencing REDLOCK_FENCING_TOKEN (a
+number above every earlier holder's), and with --limit N > 1 REDLOCK_PERMIT_ID (the permit's id, also its
+REDLOCK_TOKEN) and REDLOCK_LIMIT (N), in its environment; INT, TERM and HUP sent to redlock are forwarded
 to it.
 
 exit codes: COMMAND's own (128+N if it died by signal N) when the lease held to the end; 64 usage error;
 69 no quorum of nodes reachable until --wait ran out; 70 lease lost, or about to end, while COMMAND ran
-(COMMAND was stopped); 75 the lock stayed held by others until --wait ran out; 126/127 COMMAND could not be run.
+(COMMAND was stopped); 75 the lock stayed held by others (every permit taken) until --wait ran out; 126/127
+COMMAND could not be run.
 )";
 
 const char* status_help = R"(usage: redlock status [--nodes URL[,URL...]] --key NAME [-v]
 
 Shows, per node, whether it is reachable, who holds the lock (the token stored in the key), its remaining
 TTL and the lock's fence counter, then whether a quorum agrees on one holder and the highest counter.
+When NAME is a semaphore (redlock exec --limit N), shows per node its limit, the permits held and
+available, the fair waiters and each permit (id, count, TTL), then the permits held on a quorum, the
+quorum and how many node failures the semaphore tolerates.
 
 exit codes: 0 when a quorum of nodes is reachable (all of them, or a note says which are not);
 69 when fewer than a quorum are reachable; 64 usage error.
 )";
 
 const char* bench_help =
-    R"(usage: redlock bench [--nodes URL[,URL...]] [--scenario uncontended|contended|handoff|hold|limiter]
-                     [--clients C] [--workers W] [--leases L] [--duration D] [--ttl T] [--fencing] [--fair]
-                     [--rate N/PERIOD] [--burst B] [--strategy S] [--json]
+    R"(usage: redlock bench [--nodes URL[,URL...]]
+                     [--scenario uncontended|contended|handoff|hold|limiter|semaphore] [--clients C] [--workers W]
+                     [--leases L] [--limit L] [--duration D] [--ttl T] [--fencing] [--fair] [--rate N/PERIOD]
+                     [--burst B] [--strategy S] [--json]
 
 Measures lock latency and throughput against the nodes, and the client CPU time and allocations per
 lock + release.
@@ -85,6 +95,11 @@ lock + release.
   limiter      rate limiter decisions: each worker asks its own key's limiter (--rate, default 1000/s;
                --burst, default 100; --strategy gcra|fixed-window|sliding-window) for one unit in a loop,
                without waiting; reports decisions/s, their latency, and how many were admitted (one node)
+  semaphore    the workers (default 8 clients x 1 worker) contend for the --limit L permits of one semaphore
+               (default: half the workers), each holding a permit about 1 ms, releasing it and asking again
+               after a pause of 0 to 3 ms: permits/s, acquire latency, apart for the acquires that found
+               room at once and those that waited, and the most permits held at once (never above L).
+               --fair: a fair semaphore
 A client has one connection per node, as a separate process would; the W workers of a client are coroutines
 sharing it, as the requests of one HTTP service share its client (--clients 1 --workers 64). One caller in
 sequence: --clients 1 --workers 1; separate processes: --clients 64 --workers 1.
@@ -125,8 +140,8 @@ commands:
   exec [options] -- COMMAND [ARG...]   run COMMAND under a distributed lock
   throttle --key NAME --rate N/PERIOD [-- COMMAND [ARG...]]
                                        wait for room in a rate limiter, then run COMMAND
-  status --key NAME                    who holds a lock, remaining TTL per node
-  bench [--scenario ...]               lock and limiter latency and throughput of a deployment
+  status --key NAME                    who holds a lock or a semaphore, remaining TTL per node
+  bench [--scenario ...]               lock, semaphore and limiter latency and throughput of a deployment
   help                                 this text
 
 'redlock <command> --help' describes each command. Nodes come from --nodes URL[,URL...], else
@@ -237,6 +252,15 @@ std::int64_t count_flag(const po::variables_map& vm, const char* name, std::int6
             std::string("--") + name + ": '" + *text + "' is not a whole number from " + std::to_string(least) + " up",
             command);
     return n;
+}
+
+// --limit: 1 (a lock, the default) up to the library's semaphore::max_limit.
+std::int64_t limit_flag(const po::variables_map& vm, const std::string& command)
+{
+    const int limit = positive_int_flag(vm, "limit", 1, command);
+    static_assert(semaphore::max_limit == 1'000'000, "the message below names the limit");
+    if (limit > semaphore::max_limit) throw usage_error("--limit: at most 1000000 permits", command);
+    return limit;
 }
 
 std::string key_flag(const po::variables_map& vm, const std::string& command)
@@ -362,13 +386,7 @@ std::optional<exec_options> parse_exec(const std::vector<std::string>& args)
     }
 
     exec_options o;
-    // The modes that are not there yet come first: a clear "not yet" beats a complaint about another flag.
-    if (positive_int_flag(vm, "limit", 1, command) > 1)
-        throw usage_error(
-            "--limit N > 1 (semaphore mode) is not supported yet: semaphores come in a later release; "
-            "use --limit 1 (a mutex) or leave it out",
-            command);
-
+    o.limit = limit_flag(vm, command);
     o.output = verbosity_flags(vm, command);
     o.key = key_flag(vm, command);
     o.ttl = ttl_flag(vm, o.ttl, command);
@@ -380,6 +398,11 @@ std::optional<exec_options> parse_exec(const std::vector<std::string>& args)
     }
     o.watchdog = !vm["no-watchdog"].as<bool>();
     o.fencing = vm["fencing"].as<bool>();
+    if (o.fencing && o.limit > 1)
+        throw usage_error(
+            "--fencing goes with a lock (--limit 1): a fencing token orders holders one after another, "
+            "and a semaphore's holders run side by side",
+            command);
     o.kill_signal = SIGTERM;
     if (auto sig = string_flag(vm, "kill-signal")) {
         auto n = parse_signal(*sig);
@@ -425,8 +448,8 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
     desc.add_options()("scenario", po::value<std::string>())("clients", po::value<std::string>())(
         "workers", po::value<std::string>())("duration", po::value<std::string>())("ttl", po::value<std::string>())(
         "fencing", po::bool_switch())("fair", po::bool_switch())("json", po::bool_switch())(
-        "leases", po::value<std::string>())("rate", po::value<std::string>())("burst", po::value<std::string>())(
-        "strategy", po::value<std::string>());
+        "leases", po::value<std::string>())("limit", po::value<std::string>())("rate", po::value<std::string>())(
+        "burst", po::value<std::string>())("strategy", po::value<std::string>());
     auto vm = parse_into(desc, args, command);
     if (vm["help"].as<bool>()) {
         write_stdout(bench_help);
@@ -445,14 +468,17 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
             o.kind = bench_options::scenario::hold;
         else if (*s == "limiter")
             o.kind = bench_options::scenario::limiter;
+        else if (*s == "semaphore")
+            o.kind = bench_options::scenario::semaphore;
         else
-            throw usage_error(
-                "--scenario: '" + *s + "' is not a scenario (uncontended, contended, handoff, hold or limiter)",
-                command);
+            throw usage_error("--scenario: '" + *s +
+                                  "' is not a scenario (uncontended, contended, handoff, hold, limiter or semaphore)",
+                              command);
     }
     const bool handoff = o.kind == bench_options::scenario::handoff;
-    const bool contended = o.kind == bench_options::scenario::contended || handoff;
-    o.clients = positive_int_flag(vm, "clients", handoff ? 10 : contended ? 4 : o.clients, command);
+    const bool semaphore_run = o.kind == bench_options::scenario::semaphore;
+    const bool contended = o.kind == bench_options::scenario::contended || handoff || semaphore_run;
+    o.clients = positive_int_flag(vm, "clients", semaphore_run ? 8 : handoff ? 10 : contended ? 4 : o.clients, command);
     if (o.clients > 1024) throw usage_error("--clients: at most 1024", command);
     o.workers = positive_int_flag(vm, "workers", contended ? 1 : o.workers, command);
     if (o.workers > 4096) throw usage_error("--workers: at most 4096", command);
@@ -461,7 +487,12 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
     o.ttl = ttl_flag(vm, o.ttl, command);
     o.fencing = vm["fencing"].as<bool>();
     o.fair = vm["fair"].as<bool>();
-    if (o.fair && !handoff) throw usage_error("--fair: only with --scenario handoff", command);
+    if (o.fair && !handoff && !semaphore_run)
+        throw usage_error("--fair: only with --scenario handoff or semaphore", command);
+    if (vm.count("limit") && !semaphore_run) throw usage_error("--limit goes with --scenario semaphore", command);
+    if (semaphore_run && o.fencing)
+        throw usage_error("--fencing: a semaphore has no fencing tokens (its holders run side by side)", command);
+    if (vm.count("limit")) o.limit = static_cast<int>(limit_flag(vm, command));
     o.json = vm["json"].as<bool>();
     o.leases = positive_int_flag(vm, "leases", o.leases, command);
     if (o.leases > 10'000'000) throw usage_error("--leases: at most 10000000", command);

@@ -8,6 +8,7 @@
 #include <redlock/rate_limit.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -38,7 +39,8 @@ struct exec_options {
     bool fencing = false;
     bool fair = false;
     ms waiter_ttl{2'000};
-    int kill_signal = 0;  // set by the parser (SIGTERM by default)
+    std::int64_t limit = 1;  // 1: a lock; above: one permit of a semaphore of this many
+    int kill_signal = 0;     // set by the parser (SIGTERM by default)
     ms kill_grace{5'000};
     verbosity output = verbosity::normal;
     std::vector<std::string> command;
@@ -64,7 +66,7 @@ struct throttle_options {
 };
 
 struct bench_options {
-    enum class scenario { uncontended, contended, handoff, hold, limiter };
+    enum class scenario { uncontended, contended, handoff, hold, limiter, semaphore };
     std::vector<node_config> nodes;
     scenario kind = scenario::uncontended;
     // The defaults of uncontended: one client shared by 64 requests in flight, as in a service. Contended
@@ -81,6 +83,7 @@ struct bench_options {
     rate_strategy strategy = rate_strategy::gcra;
     rate_spec rate{1000, std::chrono::seconds(1)};
     std::int64_t burst = 100;
+    int limit = 0;  // semaphore: the permits the workers contend for; 0: half the workers (bench_semaphore.cpp)
     verbosity output = verbosity::normal;
 };
 

@@ -77,7 +77,7 @@ void reporter::detail_lines(const std::vector<std::string>& lines) const
     if (verbosity_ == verbosity::verbose) write_stderr(joined(lines));
 }
 
-std::vector<std::string> describe_nodes(const std::vector<node_outcome>& nodes)
+std::vector<std::string> describe_nodes(const std::vector<node_outcome>& nodes, std::string_view refusal)
 {
     std::vector<std::string> lines;
     for (const auto& n : nodes) {
@@ -87,7 +87,9 @@ std::vector<std::string> describe_nodes(const std::vector<node_outcome>& nodes)
                 line += "granted";
                 break;
             case node_outcome::result::refused:
-                line += "refused (held by another owner)";
+                line += "refused (";
+                line += refusal;
+                line += ")";
                 break;
             case node_outcome::result::failed:
                 line += "failed: " + n.ec.message();

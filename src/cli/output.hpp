@@ -37,8 +37,10 @@ private:
     verbosity verbosity_;
 };
 
-// One line per node: "  redis://127.0.0.1:7101  granted" / "failed: not connected to the node (...)".
-std::vector<std::string> describe_nodes(const std::vector<node_outcome>& nodes);
+// One line per node: "  redis://127.0.0.1:7101  granted" / "failed: not connected to the node (...)". `refusal`
+// says what a refusal means: a lock's holder, or a semaphore without a permit free there.
+std::vector<std::string> describe_nodes(const std::vector<node_outcome>& nodes,
+                                        std::string_view refusal = "held by another owner");
 
 // Milliseconds with one decimal from a steady-clock duration: "12.3 ms".
 std::string format_ms(double milliseconds);

@@ -1,11 +1,14 @@
 // `redlock status`: per node, reachable or not, the holder's token (the key's value), the remaining TTL and
-// the fence counter, through client::async_inspect: it reads, it never changes anything.
+// the fence counter, through client::async_inspect: it reads, it never changes anything. A semaphore's key is
+// shown by status_semaphore.cpp.
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "signals.hpp"
+#include "status_semaphore.hpp"
 
 #include <redlock/client.hpp>
 #include <redlock/key_layout.hpp>
+#include <redlock/semaphore.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -15,6 +18,7 @@
 
 #include <csignal>
 #include <map>
+#include <optional>
 
 namespace redlock::cli {
 namespace {
@@ -74,18 +78,31 @@ int run_status(const status_options& o)
         cancel.emit(asio::cancellation_type::terminal);
     });
     lock_inspection state;
+    std::optional<semaphore_inspection> semaphore_state;
     diagnostics diag;
-    nodes.async_inspect(o.key, diag,
-                        asio::bind_cancellation_slot(cancel.slot(), [&](error_code, lock_inspection result) {
-                            state = std::move(result);
-                            signals.cancel();
-                            nodes.close();
-                        }));
+    diagnostics semaphore_diag;
+    auto done = [&] {
+        signals.cancel();
+        nodes.close();
+    };
+    nodes.async_inspect(
+        o.key, diag, asio::bind_cancellation_slot(cancel.slot(), [&](error_code, lock_inspection result) {
+            state = std::move(result);
+            if (interrupted != 0 || !may_be_semaphore(state)) return done();
+            // The limit given is a fallback: the inspection reports the one the nodes store.
+            semaphore s(nodes, o.key, 1);
+            s.async_inspect(semaphore_diag,
+                            asio::bind_cancellation_slot(cancel.slot(), [&](error_code, semaphore_inspection seen) {
+                                if (is_semaphore(state, seen)) semaphore_state = std::move(seen);
+                                done();
+                            }));
+        }));
     ctx.run();
     if (interrupted != 0) {
         report.error("status: interrupted by " + signal_name(interrupted));
         return exit_code::signal_base + interrupted;
     }
+    if (semaphore_state) return print_semaphore_status(*semaphore_state, report);
 
     const std::size_t quorum = nodes.quorum();
     const std::size_t reachable = state.reachable();

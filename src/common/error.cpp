@@ -38,7 +38,7 @@ public:
             case error::no_quorum:
                 return "no quorum: too few nodes answered";
             case error::not_acquired:
-                return "not acquired: the lock is held by another owner";
+                return "not acquired: held by others";
             case error::not_owner:
                 return "not the owner of the lock";
             case error::lost:

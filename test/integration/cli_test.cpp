@@ -203,7 +203,6 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_64_with_a_message_before_any_io)
         {{"exec", "--nodes", nowhere, "--key", "k"}, "no command"},
         {{"exec", "--nodes", nowhere, "--key", "k", "--"}, "no command"},
         {{"exec", "--nodes", nowhere, "--key", "k", "sleep", "1"}, "put the command after '--'"},
-        {{"exec", "--nodes", nowhere, "--key", "k", "--limit", "2", "--", "true"}, "semaphores come in a later"},
         {{"exec", "--nodes", nowhere, "--key", "k", "--limit", "0", "--", "true"}, "--limit"},
         {{"exec", "--nodes", nowhere, "--key", "k", "--waiter-ttl", "1s", "--", "true"},
          "--waiter-ttl goes with --fair"},
