@@ -98,7 +98,7 @@ asio::awaitable<claimed_read> claim_and_read(redlock::connection& store, item_ke
     if (d.passed())
         co_return early(failed(write_status::deadline_passed, "deadline passed before the claim", order_id));
     redlock::fenced_write claim(keys.guard, token);
-    claim.command("EXISTS", keys.stock);
+    claim.command("EXISTS", keys.stock);  // a fenced write needs a command: this one changes nothing
     redlock::request read = claim.to_request();
     read.push("GET", keys.stock);
     read.push("HGET", keys.orders, order_id);
