@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "output.hpp"
+#include "run_to_exit_code.hpp"
 
 #if defined(__GNUC__) && !defined(__clang__)
 // As in bench_hold.cpp: g++ 12 misreports the aligned allocation of some coroutine frames.
@@ -211,12 +212,7 @@ int run_bench_cache(const bench_options& o)
     r.nodes = o.nodes.size();
     r.clients = o.clients;
     r.workers = o.workers;
-    int code = exit_code::lost;
-    asio::co_spawn(ctx, run(ctx, o, r), [&](std::exception_ptr e, int result) {
-        code = e ? exit_code::lost : result;
-        ctx.stop();
-    });
-    ctx.run();
+    const int code = run_to_exit_code(ctx, run(ctx, o, r), "bench");
     if (code == exit_code::ok) write_stdout(o.json ? r.json() : r.table());
     if (r.errors > 0)
         write_stderr("redlock: bench: " + std::to_string(r.errors) + " errors; first: " + r.first_error + "\n");

@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "output.hpp"
+#include "run_to_exit_code.hpp"
 
 #if defined(__GNUC__) && !defined(__clang__)
 // g++ 12 pairs the aligned_alloc of an Asio coroutine frame with the frame's own operator delete (which frees
@@ -17,7 +18,6 @@
 #include <redlock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -183,12 +183,7 @@ int run_bench_hold(const bench_options& o)
     r.nodes = o.nodes.size();
     r.leases = o.leases;
     r.ttl_ms = o.ttl.count();
-    int code = exit_code::lost;
-    asio::co_spawn(ctx, hold(ctx, o, r), [&](std::exception_ptr e, int result) {
-        code = e ? exit_code::lost : result;
-        ctx.stop();
-    });
-    ctx.run();
+    const int code = run_to_exit_code(ctx, hold(ctx, o, r), "bench");
     if (code == exit_code::ok) write_stdout(o.json ? r.json() : r.table());
     if (r.errors > 0)
         write_stderr("redlock: bench: " + std::to_string(r.errors) + " errors; first: " + r.first_error + "\n");

@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "duration.hpp"
 #include "exit_codes.hpp"
+#include "run_to_exit_code.hpp"
 #include "signals.hpp"
 
 #include <redlock/client.hpp>
@@ -206,24 +207,8 @@ asio::awaitable<int> limiter_bench::run()
 int run_bench_limiter(const bench_options& o)
 {
     asio::io_context ctx(1);
-    int code = exit_code::lost;
     limiter_bench bench(ctx, o);
-    asio::co_spawn(ctx, bench.run(), [&](std::exception_ptr e, int result) {
-        code = result;
-        if (e) {
-            code = exit_code::lost;
-            try {
-                std::rethrow_exception(e);
-            } catch (const std::exception& x) {
-                write_stderr(std::string("redlock: bench: internal error: ") + x.what() + "\n");
-            } catch (...) {
-                write_stderr("redlock: bench: internal error\n");
-            }
-        }
-        ctx.stop();
-    });
-    ctx.run();
-    return code;
+    return run_to_exit_code(ctx, bench.run(), "bench");
 }
 
 }  // namespace redlock::cli

@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "duration.hpp"
 #include "exit_codes.hpp"
+#include "run_to_exit_code.hpp"
 #include "signals.hpp"
 
 #include <redlock/client.hpp>
@@ -248,24 +249,8 @@ void semaphore_bench::finish()
 int run_bench_semaphore(const bench_options& o)
 {
     asio::io_context ctx(1);
-    int code = exit_code::lost;
     semaphore_bench bench(ctx, o);
-    asio::co_spawn(ctx, bench.run(), [&](std::exception_ptr e, int result) {
-        code = result;
-        if (e) {
-            code = exit_code::lost;
-            try {
-                std::rethrow_exception(e);
-            } catch (const std::exception& x) {
-                write_stderr(std::string("redlock: bench: internal error: ") + x.what() + "\n");
-            } catch (...) {
-                write_stderr("redlock: bench: internal error\n");
-            }
-        }
-        ctx.stop();
-    });
-    ctx.run();
-    return code;
+    return run_to_exit_code(ctx, bench.run(), "bench");
 }
 
 }  // namespace redlock::cli

@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "duration.hpp"
 #include "exit_codes.hpp"
+#include "run_to_exit_code.hpp"
 #include "signals.hpp"
 
 #include <redlock/client.hpp>
@@ -13,7 +14,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -173,22 +173,8 @@ int run_throttle(const throttle_options& o)
     {
         asio::io_context ctx(1);
         throttle_session session(ctx, o);
-        asio::co_spawn(ctx, session.run(), [&](std::exception_ptr e, int result) {
-            code = result;
-            if (e) {
-                code = exit_code::lost;
-                try {
-                    std::rethrow_exception(e);
-                } catch (const std::exception& x) {
-                    report.error(std::string("internal error: ") + x.what());
-                } catch (...) {
-                    report.error("internal error");
-                }
-            }
-            session.finish();
-            ctx.stop();
-        });
-        ctx.run();
+        code = run_to_exit_code(ctx, session.run(), "throttle");
+        session.finish();
     }  // the connections are closed and our signal handlers gone before the command takes our place
     if (code != exit_code::ok || o.command.empty()) return code;
 
