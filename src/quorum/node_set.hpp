@@ -95,13 +95,16 @@ public:
         });
     }
 
-    /// What one node does in a fan-out: starts its part of the operation and calls `done` once.
+    /// What one node does in a fan-out: starts its part of the operation and calls `done` once. What it hands the
+    /// node by reference must live in `state` (req, routing_key, replies[i], diags[i]): `done` keeps the state alive
+    /// until the node answers, while the caller of the fan-out may be gone before (decided, cancelled, expired).
     using node_call = std::function<void(node& n, fan_out_state& state, std::size_t i, node::completion done)>;
 
     /// On the strand: starts `call` on every node at once and returns when the outcome is decided with
     /// `quorum` yes votes needed (or later, as `wait_for` says), when the calling
     /// coroutine is cancelled (state->cancelled), or at `deadline` (state->expired). A node that fails, or
-    /// throws from its call, is an error vote.
+    /// throws from its call, is an error vote. The state holds no request: for calls that send none (connect);
+    /// a call that sends one passes it to start(), which keeps it in the state.
     boost::asio::awaitable<std::shared_ptr<fan_out_state>> fan_out(
         node_call call, classify_fn classify, std::size_t quorum, until wait_for = until::decided,
         std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
