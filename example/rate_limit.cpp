@@ -1,7 +1,8 @@
 // A rate limiter shared by every process that names the same key: GCRA at 10 calls a second with bursts of 20,
 // each decision one script call on the node's clock. 25 calls at once: 21 pass (the burst and one), and the
 // others are told when to come back, as an HTTP service answers 429; a call that can never pass says so; then a
-// worker waits for room instead of being turned away; last, a client of several nodes is refused.
+// worker waits for room instead of being turned away, and one gives up when its wait is too short; last, a client
+// of several nodes is refused.
 // Usage: redlock_example_rate_limit [URL,URL,...]
 // The node URLs come from the argument, else from $REDLOCK_NODES (comma-separated), else redis://127.0.0.1:6379.
 // The limiter uses the first: a limiter lives on one node (doc/rate-limiting.md, "Over N nodes").
@@ -69,6 +70,25 @@ asio::awaitable<void> calls(redlock::client& limits)
 }
 // [calls]
 
+// [wait]
+// A worker that waits its turn rather than be turned away, for at most 100 ms: the cost is the upload's size, under
+// 1 MB/s with bursts of 256 kB.
+asio::awaitable<bool> upload(redlock::client& limits, std::int64_t bytes)
+{
+    redlock::rate_limiter limiter(limits, "uploads:bytes",
+                                  {.rate = 1'000'000, .period = 1s, .burst = 256'000, .wait = 100ms});
+    auto [ec, d] = co_await limiter.async_acquire(bytes, asio::as_tuple(asio::use_awaitable));
+    if (ec == redlock::error::rate_limited) {  // no room within the wait; d.retry_after says when
+        std::cout << "upload of " << bytes << " bytes: " << ec.message() << ", room in " << d.retry_after.count()
+                  << " ms\n";
+        co_return false;
+    }
+    if (ec) throw boost::system::system_error(ec);
+    std::cout << "upload of " << bytes << " bytes admitted\n";
+    co_return true;
+}
+// [wait]
+
 // [never]
 asio::awaitable<void> too_costly(redlock::client& limits)
 {
@@ -108,6 +128,9 @@ int main(int argc, char** argv)
                 co_await limits.async_connect(asio::use_awaitable);
                 co_await calls(limits);
                 co_await too_costly(limits);
+                const bool first = co_await upload(limits, 200'000);
+                const bool second = co_await upload(limits, 200'000);  // 144 ms more than the burst: too long to wait
+                if (!first || second) throw std::runtime_error("expected the second upload to be refused");
                 if (all.size() > 1) co_await over_n_nodes(all);
             },
             [&](std::exception_ptr e) {
