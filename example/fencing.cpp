@@ -57,7 +57,45 @@ asio::awaitable<bool> write_report(redlock::connection& store, std::uint64_t fen
     co_return true;
 }
 
-asio::awaitable<void> run(redlock::client& a, redlock::client& b, redlock::connection& store)
+// [using-it]
+asio::awaitable<void> fenced_report(redlock::client& client, redlock::connection& store, std::string text,
+                                    std::string now)
+{
+    redlock::mutex report_lock(client, "report:2026-11", {.ttl = 30s, .watchdog = true, .fencing = true});
+    auto held = co_await report_lock.async_lock(asio::use_awaitable);
+    std::uint64_t token = held.fencing_token();  // 1, 2, 3, ... over the successive holders
+
+    // The resource, here a Redis that is not one of the lock nodes:
+    redlock::fenced_write write("{report:2026-11}:guard", token);
+    write.command("SET", "{report:2026-11}:body", {text}).command("HSET", "{report:2026-11}:meta", {"written_at", now});
+    auto [ec, resource_token] = co_await redlock::async_fenced_write(store, write, use_tuple);
+    if (ec == redlock::error::stale_token) {
+        // A newer holder (token resource_token) has written: this process lost the lock long ago. Stop.
+        throw std::runtime_error("fenced out by token " + std::to_string(resource_token));
+    }
+    co_await held.async_release(asio::use_awaitable);
+    std::cout << "token " << token << " wrote the report and its metadata\n";
+}
+// [using-it]
+
+// [fenced-set]
+// Sets `key` to `value` for an hour, unless a holder with a newer token than `token` has written.
+asio::awaitable<bool> fenced_set(redlock::connection& connection, std::string guard_key, std::uint64_t token,
+                                 std::string key, std::string value)
+{
+    redlock::fenced_write w(guard_key, token);
+    w.command("SET", key, {value});  // any command that writes one key: SET, HSET, DEL, LPUSH, XADD...
+    w.command("EXPIRE", key, {3600});
+    auto [ec, resource_token] = co_await redlock::async_fenced_write(connection, w, use_tuple);
+    if (ec && ec != redlock::error::stale_token) throw boost::system::system_error(ec);
+    std::cout << "fenced_set with token " << token
+              << (ec ? ": refused, the guard holds " : ": written, the guard holds ") << resource_token << "\n";
+    co_return !ec;
+}
+// [fenced-set]
+
+// Returns A's fencing token, stale by then.
+asio::awaitable<std::uint64_t> run(redlock::client& a, redlock::client& b, redlock::connection& store)
 {
     co_await a.async_connect(asio::use_awaitable);
     co_await b.async_connect(asio::use_awaitable);
@@ -82,6 +120,16 @@ asio::awaitable<void> run(redlock::client& a, redlock::client& b, redlock::conne
     std::cout << (a_wrote ? "FAILED: the stale holder overwrote the report\n"
                           : "the report is B's: the stale holder was fenced out\n");
     if (a_wrote) std::exit(1);
+    co_return lease_a.fencing_token();
+}
+
+// The same protocol again, as doc/fencing.md shows it: a fenced report with its metadata, then A's stale token.
+asio::awaitable<void> as_documented(redlock::client& client, redlock::connection& store, std::uint64_t stale_token)
+{
+    const std::string text = "the November report", now = "2026-12-01T00:00:00Z";
+    co_await fenced_report(client, store, text, now);
+    const std::string guard = "{report:2026-11}:guard", body = "{report:2026-11}:body", value = "stale";
+    if (co_await fenced_set(store, guard, stale_token, body, value)) std::exit(1);
 }
 
 int main(int argc, char** argv)
@@ -92,12 +140,18 @@ int main(int argc, char** argv)
         redlock::client a(ctx.get_executor(), nodes);
         redlock::client b(ctx.get_executor(), nodes);
         redlock::connection store(ctx.get_executor(), nodes.front());
-        asio::co_spawn(ctx, run(a, b, store), [&](std::exception_ptr e) {
-            a.close();
-            b.close();
-            store.close();
-            if (e) std::rethrow_exception(e);
-        });
+        asio::co_spawn(
+            ctx,
+            [&]() -> asio::awaitable<void> {
+                const std::uint64_t stale_token = co_await run(a, b, store);
+                co_await as_documented(a, store, stale_token);
+            },
+            [&](std::exception_ptr e) {
+                a.close();
+                b.close();
+                store.close();
+                if (e) std::rethrow_exception(e);
+            });
         ctx.run();
     } catch (const std::exception& e) {
         std::cerr << "fencing: " << e.what() << "\n";

@@ -79,6 +79,17 @@ asio::awaitable<void> show(redlock::semaphore& crawlers)
 }
 // [inspect]
 
+// [fair]
+asio::awaitable<void> fair_export(redlock::client& client)
+{
+    redlock::semaphore fifo(client, "exports", 4, {.wait = 60s, .fair = true});
+    redlock::permit held = co_await fifo.async_acquire(asio::use_awaitable);  // after every earlier waiter
+    std::cout << "a permit of the fair semaphore " << held.name() << " (limit " << fifo.limit() << ": a permit needs "
+              << fifo.quorum() << " of " << client.size() << " nodes)\n";
+    co_await held.async_release(asio::use_awaitable);
+}
+// [fair]
+
 asio::awaitable<void> demo(redlock::client& client)
 {
     co_await client.async_connect(asio::use_awaitable);
@@ -98,6 +109,7 @@ asio::awaitable<void> demo(redlock::client& client)
     // [set-limit]
     co_await work(500ms);
     co_await show(crawlers);
+    co_await fair_export(client);
     client.close();
 }
 

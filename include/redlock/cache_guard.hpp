@@ -35,7 +35,10 @@ namespace redlock {
 /// it): capture by value, never the caller's locals by reference.
 using cache_loader = std::function<boost::asio::awaitable<std::optional<std::string>>()>;
 
+/// How get_or_load keeps values: their TTLs, null caching, jitter, background refresh, the load's deadline and the
+/// rebuild lock. An aggregate for designated initializers; bad values fail each call with invalid_argument.
 struct cache_options {
+    /// Every duration of the options.
     using ms = std::chrono::milliseconds;
 
     /// How long a loaded value stays in the store (its PX), before jitter. In (0, lock_options::max_ttl].

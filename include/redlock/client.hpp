@@ -34,6 +34,7 @@ void start_inspect(const std::shared_ptr<client_impl>& impl, std::string key, di
 /// before them. Thread safety: every member may be called from any thread.
 class client {
 public:
+    /// The client's strand: a strand of the executor given to the constructor, where the client's own work runs.
     using executor_type = boost::asio::any_io_executor;
 
     /// No I/O happens before the constructor returns; zero nodes makes every lock fail with invalid_argument.

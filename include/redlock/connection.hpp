@@ -38,6 +38,7 @@ struct usage {
     std::uint64_t subscribe_refusals = 0;  ///< channels the server refused (async_subscribe or a restore)
 };
 
+/// Where a connection stands in its life: connection::state().
 enum class connection_state {
     idle,        ///< async_connect was never called
     connecting,  ///< an attempt is under way; requests wait for it (at most connect_timeout)
@@ -59,6 +60,7 @@ void start_pubsub(const std::shared_ptr<connection_impl>& impl, bool subscribe, 
 /// Completion handlers run on their associated executor, never inside the initiating call.
 class connection {
 public:
+    /// The connection's strand: a strand of the executor given to the constructor, where its I/O runs.
     using executor_type = boost::asio::any_io_executor;
 
     connection(executor_type ex, node_config config);

@@ -16,6 +16,7 @@ struct access;
 
 /// What one node said in a quorum operation (lock, extend, release).
 struct node_outcome {
+    /// What the node's answer counted as in the quorum tally.
     enum class result {
         granted,  ///< yes: granted, extended or released
         refused,  ///< answered: another owner holds the lock
@@ -37,6 +38,9 @@ struct wait_summary {
     bool notified = false;  ///< release messages were subscribed on enough nodes to be relied on while it waited
 };
 
+/// What an operation found beyond its error_code: the server's or the library's text, what each node answered,
+/// how an acquire waited. Pass one to the overload that takes it; it must outlive the operation and is filled in
+/// by the time the operation completes (read it then, on one thread). clear() makes it reusable.
 class diagnostics {
 public:
     /// What the library found wrong (a bad URL, an unexpected reply...). Empty when the server spoke.

@@ -8,6 +8,7 @@
 
 namespace redlock {
 
+/// boost::system::error_code: the first argument of every completion of the library.
 using error_code = boost::system::error_code;
 
 /// Specific failures reported by the library (category "redlock").

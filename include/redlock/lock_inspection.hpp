@@ -22,6 +22,8 @@ struct node_lock_view {
     std::optional<std::uint64_t> fence;            ///< the fencing counter, when set and a number
 };
 
+/// A lock as client::async_inspect read it on every node, without changing anything: per node the holder, its TTL
+/// and the fencing counter; holder() and highest_fence() sum them up for the quorum.
 struct lock_inspection {
     std::string key;
     std::size_t quorum = 0;

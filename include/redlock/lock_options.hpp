@@ -9,7 +9,11 @@
 
 namespace redlock {
 
+/// How a lock (and a semaphore's permit: semaphore_options) is taken and kept. doc/locks.md has each field's default
+/// and why. An aggregate for designated initializers (`{.ttl = 30s, .fencing = true}`); the first lock call checks
+/// it and fails with invalid_argument before any I/O.
 struct lock_options {
+    /// Every duration of the options.
     using ms = std::chrono::milliseconds;
     /// `wait` value: retry until the lock is acquired or the operation is cancelled.
     static constexpr ms wait_forever = ms::max();

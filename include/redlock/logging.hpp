@@ -7,6 +7,7 @@
 
 namespace redlock {
 
+/// How much an event of the library's log matters.
 enum class log_level { debug, info, warning, error };
 
 /// Called on the client's strand (or a node's thread), with a message valid only during the call. Must not block

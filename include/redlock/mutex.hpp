@@ -21,6 +21,9 @@ void start_lock(const std::shared_ptr<client_impl>& client, std::vector<std::str
                 std::string owner, bool one_attempt, diagnostics* diag, lock_handler handler);
 }  // namespace detail
 
+/// A distributed lock over a client's nodes: a key (or several) and options. A cheap handle that holds nothing on
+/// the nodes: each lock call is a new owner with a fresh token, so the lock is not reentrant (see owned_by). It
+/// keeps the client's state alive. Every member may be called from any thread.
 class mutex {
 public:
     /// The key is the lock's name exactly (its value is the token), as redis-py, node-redlock and redsync do.

@@ -35,7 +35,9 @@ namespace redlock {
 /// - Members should not throw; a node whose call throws counts as failed for that operation.
 class node {
 public:
+    /// The handler of every operation of a node.
     using completion = boost::asio::any_completion_handler<void(error_code)>;
+    /// Receives a pub/sub message: its channel and payload, valid during the call only.
     using message_handler = std::function<void(std::string_view channel, std::string_view payload)>;
 
     virtual ~node() = default;

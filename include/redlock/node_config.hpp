@@ -13,6 +13,7 @@
 
 namespace redlock {
 
+/// The TLS settings of a rediss:// node (the URL's ca_file, cert_file, key_file, verify and server_name).
 struct tls_options {
     std::string ca_file;      ///< PEM file of trusted CAs; empty = the system's default paths
     std::string cert_file;    ///< client certificate (PEM), for servers that require one
@@ -21,7 +22,10 @@ struct tls_options {
     std::string server_name;  ///< name to verify and send as SNI; empty = the URL's host
 };
 
+/// Where a node is and how to talk to it. parse_url makes one from a URL; the timeouts and limits may be changed
+/// before it is given to a client or a connection.
 struct node_config {
+    /// redis:// (tcp), rediss:// (tls) or unix:// (unix_socket).
     enum class transport { tcp, tls, unix_socket };
 
     transport kind = transport::tcp;

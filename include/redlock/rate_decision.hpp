@@ -9,6 +9,7 @@ namespace redlock {
 /// Maps onto an HTTP reply directly: 429 unless allowed(), `Retry-After: ceil(retry_after / 1 s)`,
 /// `RateLimit-Limit: limit`, `RateLimit-Remaining: remaining`, `RateLimit-Reset: ceil(reset_after / 1 s)`.
 struct rate_decision {
+    /// What the limiter decided for this call.
     enum class outcome : std::uint8_t {
         allowed,  ///< admitted: the call's cost was taken
         limited,  ///< not now: admitted if asked again after retry_after (unless others take the room first)

@@ -20,7 +20,10 @@ enum class rate_strategy {
     sliding_window,
 };
 
+/// What a rate_limiter allows (strategy, rate, period, burst) and how long async_acquire waits. An aggregate for
+/// designated initializers; the first call checks it and fails with invalid_argument before any I/O.
 struct rate_limit {
+    /// Every duration of the limit.
     using ms = std::chrono::milliseconds;
     /// `wait` value: async_acquire waits until it is admitted or cancelled.
     static constexpr ms wait_forever = ms::max();

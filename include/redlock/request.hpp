@@ -46,6 +46,9 @@ enum class pubsub_kind : std::uint8_t { subscribe, unsubscribe, psubscribe, puns
 /// The kind of a command ("SUBSCRIBE", any letter case) or of a confirmation push's first element ("subscribe").
 std::optional<pubsub_kind> pubsub_kind_of(std::string_view name) noexcept;
 
+/// Commands to send in one write, serialized as they are pushed, with the number of replies to expect. Build it on
+/// one thread; once given to async_exec it must stay alive and unchanged until the operation completes. clear()
+/// makes it reusable.
 class request {
 public:
     /// One command: `req.push("SET", key, value, "PX", 5000)`.

@@ -7,6 +7,7 @@
 
 namespace redlock {
 
+/// The replies to one request, one resp::value per expected reply, in order (request::expected_replies()).
 using response = std::vector<resp::value>;
 
 }  // namespace redlock

@@ -6,6 +6,8 @@
 
 namespace redlock {
 
+/// A Lua script and its SHA1, for request::push_script (EVALSHA, and EVAL after NOSCRIPT). Copies share the source;
+/// make each script once (a function-local static) so its SHA1 is computed once. Immutable: any thread.
 class script {
 public:
     explicit script(std::string source);

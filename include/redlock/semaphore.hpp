@@ -36,6 +36,9 @@ void start_inspect_semaphore(const std::shared_ptr<client_impl>& client, std::st
                              boost::asio::any_completion_handler<void(error_code, semaphore_inspection)> handler);
 }  // namespace detail
 
+/// A counting semaphore over a client's nodes: up to limit() permits held at once across every process that names
+/// it, each permit an expiring lease. A cheap handle that holds nothing on the nodes and keeps the client's state
+/// alive. Every member may be called from any thread.
 class semaphore {
 public:
     /// The largest limit accepted. A permit of n is n members of a sorted set on each node: keep n small.

@@ -44,6 +44,8 @@ struct node_semaphore_view {
     }
 };
 
+/// A semaphore as semaphore::async_inspect read it on every node, without changing anything: its limit, the quorum a
+/// permit needs, and per node the permits held and the waiters queued; holders() sums them up for the quorum.
 struct semaphore_inspection {
     std::string name;
     /// The limit the quorum is computed from: the largest a node stores, else the one the semaphore was made with.

@@ -5,6 +5,7 @@
 
 namespace redlock::resp {
 
+/// Bounds on one reply, enforced by the parser (node_config::limits sets them per connection).
 struct limits {
     std::size_t max_depth = 16;                      ///< deepest nesting of aggregates (top level is depth 0)
     std::size_t max_bulk_length = 64 * 1024 * 1024;  ///< longest bulk string, bulk error or verbatim string

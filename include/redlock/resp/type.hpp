@@ -6,6 +6,7 @@
 
 namespace redlock::resp {
 
+/// The RESP3 type of a reply element, from its first byte.
 enum class type : std::uint8_t {
     simple_string,    ///< '+'
     simple_error,     ///< '-'
