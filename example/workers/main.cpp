@@ -2,7 +2,8 @@
 // jobs running at once across every process, a rate limiter paces the calls to a slow "external API", and each
 // job writes its effect under its account's lock (with_lock). A process killed mid-job loses nothing: its jobs
 // sit in its own processing list until another process finds it dead (its liveness lock free) and requeues them;
-// a job that runs twice writes its effect once.
+// a job that runs twice writes its effect once, and a worker that stalls past its account lock cannot overwrite
+// another's write (the lock's fencing token guards it).
 //
 // Usage: redlock_example_workers --seed N [--accounts A] [--store URL]        push N jobs and exit
 //        redlock_example_workers [--nodes URLS] [--store URL] [--concurrency C] [--limit L] [--rate R]
@@ -66,7 +67,11 @@ asio::awaitable<void> supervise(workers::services s, const workers::settings& co
     const auto start = std::chrono::steady_clock::now();
     while (!run.finished) {
         co_await sleep_for(1000ms);
-        run.tally.recovered += co_await workers::recover_dead(s.locks, s.data, config.process);
+        try {
+            run.tally.recovered += co_await workers::recover_dead(s.locks, s.data, config.process);
+        } catch (const std::exception& e) {  // the store or the lock nodes away for a while: try again next time
+            std::cerr << config.process << ": recovery: " << e.what() << "\n";
+        }
         const auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::cout << config.process << ": " << run.tally.done << " done, " << run.tally.running << " running, "
                   << run.tally.api_calls / elapsed << " API calls/s, " << run.tally.recovered << " recovered"

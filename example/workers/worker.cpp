@@ -4,6 +4,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <iostream>
 
@@ -20,30 +21,35 @@ asio::awaitable<void> sleep_for(std::chrono::milliseconds d)
     co_await timer.async_wait(asio::use_awaitable);
 }
 
-// The job's effect, once: read the account, write it back one higher, and mark the job done in one transaction.
-// The read-modify-write needs the account's lock (two jobs of one account would lose an update); the mark makes a
-// job that runs again (its first run died after writing) change nothing.
+// The job's effect, once: the account's balance one higher and the job marked done. The read-modify-write runs
+// under the account's lock with its fencing token, and the claim moves the account's guard to that token before
+// the read: a worker that stalled past its lease, while another took the lock and wrote, has its write refused
+// (stale_token: the job goes back to the queue) rather than losing the other's update (doc/fencing.md). The mark
+// makes a job that runs again (its first run died after writing) change nothing.
 asio::awaitable<bool> write_effect(services s, std::string job, std::string account)
 {
+    const std::string balance = "balance:" + account;
+    const std::string guard = balance + ":fence";
     bool first = false;
-    auto section = [&]() -> asio::awaitable<void> {
-        redlock::request read;
+    auto section = [&](const redlock::lease& held) -> asio::awaitable<void> {
+        redlock::fenced_write claim(guard, held.fencing_token());
+        claim.command("EXISTS", balance);  // a fenced write needs a command: this one changes nothing
+        redlock::request read = claim.to_request();
         read.push("SISMEMBER", "jobs:done", job);
-        read.push("GET", "balance:" + account);
+        read.push("GET", balance);
         redlock::response now;
         co_await s.data.async_exec(read, now, asio::use_awaitable);
-        if (now[0].as_integer() == 1) co_return;
-        const auto balance = now[1].is_null() ? 0 : now[1].as_integer().value_or(0);
-        redlock::request write;
-        write.push("MULTI");
-        write.push("SET", "balance:" + account, balance + 1);
-        write.push("SADD", "jobs:done", job);
-        write.push("EXEC");
-        redlock::response written;
-        co_await s.data.async_exec(write, written, asio::use_awaitable);
+        if (auto [claim_ec, newer] = redlock::fenced_write::outcome(now[0]); claim_ec)
+            throw boost::system::system_error(claim_ec, "the claim of " + balance);
+        if (now[1].as_integer() == 1) co_return;
+        const auto value = now[2].is_null() ? 0 : now[2].as_integer().value_or(0);
+        redlock::fenced_write write(guard, held.fencing_token());
+        write.command("SET", balance, {value + 1});
+        write.command("SADD", "jobs:done", {job});
+        co_await redlock::async_fenced_write(s.data, write, asio::use_awaitable);  // throws if superseded
         first = true;
     };
-    redlock::mutex account_lock(s.locks, "account:" + account, {.ttl = 5s, .wait = 30s});
+    redlock::mutex account_lock(s.locks, "account:" + account, {.ttl = 5s, .wait = 30s, .fencing = true});
     co_await redlock::with_lock(account_lock, section);
     co_return first;
 }

@@ -95,8 +95,9 @@ public:
     /// (at least one of their bits was unset; an item whose bits were all set by others counts as not new).
     /// Signature: void(error_code, std::uint64_t). Errors: the store's (node::async_exec), error::server_error
     /// for a filter of another shape on this name, invalid_argument (no items, or an invalid filter). Cancellation:
-    /// none (bounded by the store's request timeout). Lifetime: the arguments are copied. Completes on the
-    /// handler's associated executor (Asio's system executor for a handler without one), never inline.
+    /// terminal, passed to the store's request (node::async_exec); else bounded by its request timeout. Lifetime: the
+    /// arguments are copied. Completes on the handler's associated executor (Asio's system executor for a handler
+    /// without one), never inline.
     template <boost::asio::completion_token_for<void(error_code, std::uint64_t)> Token = boost::asio::deferred_t>
     auto async_add(std::vector<std::string> items, Token&& token = {}) const
     {

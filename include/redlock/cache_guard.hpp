@@ -181,6 +181,7 @@ struct decode_op {
     template <class Self>
     void operator()(Self& self)
     {
+        self.reset_cancellation_state(boost::asio::enable_total_cancellation());  // as async_get_or_load: any type
         // Taken out first: the handler is built from `self` (moving these members) before the call runs.
         auto guard = std::move(impl);
         auto k = std::move(key);

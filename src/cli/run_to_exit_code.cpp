@@ -27,14 +27,23 @@ std::string describe(const std::exception_ptr& e)
 int run_to_exit_code(boost::asio::io_context& ctx, boost::asio::awaitable<int> body, std::string_view command)
 {
     int code = exit_code::lost;
+    auto internal_error = [&](const std::exception_ptr& e) {
+        write_stderr("redlock: " + std::string(command) + ": internal error: " + describe(e) + "\n");
+        code = exit_code::lost;
+    };
     boost::asio::co_spawn(ctx, std::move(body), [&](std::exception_ptr e, int result) {
         if (e)
-            write_stderr("redlock: " + std::string(command) + ": internal error: " + describe(e) + "\n");
+            internal_error(e);
         else
             code = result;
         ctx.stop();
     });
-    ctx.run();
+    try {
+        ctx.run();
+    } catch (...) {  // from another coroutine of the command (a bench worker spawned with `rethrow`)
+        internal_error(std::current_exception());
+        ctx.stop();
+    }
     return code;
 }
 

@@ -8,9 +8,10 @@
 
 namespace redlock::cli {
 
-// Returns what `body` returned. An exception escaping it is a defect of ours, not an outcome of the command:
-// it prints "redlock: <command>: internal error: <what>" and becomes exit_code::lost, so a script never takes
-// a crash for success. Stops `ctx` when `body` ends: background work (reconnects, timers) does not hold it.
+// Returns what `body` returned. An exception escaping it, or another coroutine of the command, is a defect of ours, not
+// an outcome of the command: it prints "redlock: <command>: internal error: <what>" and becomes exit_code::lost, so a
+// script never takes a crash for success. Stops `ctx` when `body` ends: background work (reconnects, timers) does not
+// hold it.
 int run_to_exit_code(boost::asio::io_context& ctx, boost::asio::awaitable<int> body, std::string_view command);
 
 }  // namespace redlock::cli

@@ -160,8 +160,8 @@ asio::awaitable<std::tuple<error_code, lease>> take_lock(std::shared_ptr<client_
         use_tuple);
 }
 
-// The end of a load, whatever it did: the lock goes back (a cancelled coroutine's next co_await would throw, so
-// the cancellation is cleared first; a failed release leaves the lock to its TTL).
+// The end of a load, whatever it did: the lock goes back (the cancellation is cleared first, so the release is
+// not cancelled with the load; a failed release leaves the lock to its TTL).
 asio::awaitable<void> release(lease& held)
 {
     co_await asio::this_coro::reset_cancellation_state();
@@ -207,6 +207,9 @@ bool cancelled(asio::cancellation_state state)
 asio::awaitable<load_outcome> load(std::shared_ptr<cache_guard_impl> impl, std::string key, shared_loader loader,
                                    cache_options o, load_mode mode, std::uint64_t seen_token)
 {
+    // A cancelled load still gives the lock back (release() below): its co_awaits must not throw first. The
+    // cancellation is checked where it matters instead: the lock's wait, and before the loader runs.
+    co_await asio::this_coro::throw_if_cancelled(false);
     const auto& store = impl->store();
     if (mode == load_mode::miss && impl->known_keys()) {
         std::vector<std::string> items{key};
