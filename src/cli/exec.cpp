@@ -8,6 +8,7 @@
 #include "held_grant.hpp"
 #include "signal_watch.hpp"
 #include "signals.hpp"
+#include "wait_progress.hpp"
 
 #include <redlock/client.hpp>
 #include <redlock/mutex.hpp>
@@ -91,7 +92,8 @@ public:
           stop_timer_(ctx),
           grace_timer_(ctx),
           pause_(ctx),
-          progress_(ctx)
+          progress_(ctx.get_executor(), report_, lock_diag_, client_.quorum(),
+                    [this](const std::vector<node_outcome>& nodes) { return node_lines(nodes); })
     {
         for (int signo : {SIGINT, SIGTERM, SIGHUP}) signals_.add(signo);
     }
@@ -136,7 +138,6 @@ private:
     int interrupted_exit(std::string_view while_doing) const;
     int invalid_options_exit(const diagnostics& diag) const;
     std::vector<std::string> node_lines(const std::vector<node_outcome>& nodes) const;
-    void schedule_progress(clock::time_point since);
     void finish();
 
     const exec_options& o_;
@@ -150,7 +151,7 @@ private:
     asio::steady_timer stop_timer_;        // --kill-grace before the validity ends: stop the command?
     asio::steady_timer grace_timer_;       // SIGKILL, when the command outlives its grace
     asio::steady_timer pause_;             // shutdown()'s
-    asio::steady_timer progress_;          // "still waiting" while the lock is busy or the nodes are down
+    wait_progress progress_;               // "still waiting" while the lock is busy or the nodes are down
     diagnostics lock_diag_;                // the last attempt's outcome, read by the progress report
     phase phase_ = phase::acquiring;
     int interrupted_ = 0;  // the signal that interrupted the acquisition
@@ -330,10 +331,10 @@ asio::awaitable<int> exec_session::run()
     }
     auto& diag = lock_diag_;
     const auto lock_start = clock::now();
-    schedule_progress(lock_start);
+    progress_.start(what());
     auto [ec, held] = co_await acquire(lo, diag);
     held_ = std::move(held);  // from here on, shutdown() releases it on every way out
-    progress_.cancel();
+    progress_.stop();
     if (interrupted_ != 0) co_return interrupted_exit("waiting for");
     if (ec == error::invalid_argument) co_return invalid_options_exit(diag);
     if (ec) {
@@ -525,35 +526,9 @@ asio::awaitable<void> exec_session::shutdown(std::exception_ptr failure)
     finish();
 }
 
-// A long wait should not be silent when it is not the lock being busy: with the nodes unreachable, say so
-// every 10 s (unless -q); with -v, report every wait's progress, every 5 s.
-void exec_session::schedule_progress(clock::time_point since)
-{
-    progress_.expires_after(report_.verbose() ? std::chrono::seconds(5) : std::chrono::seconds(10));
-    progress_.async_wait([this, since](error_code ec) {
-        if (ec || phase_ != phase::acquiring) return;
-        const auto& nodes = lock_diag_.nodes();
-        std::size_t failed = 0;
-        for (const auto& n : nodes)
-            if (n.what == node_outcome::result::failed) ++failed;
-        const bool unreachable = !nodes.empty() && failed > nodes.size() - client_.quorum();
-        const auto waited = std::chrono::duration_cast<std::chrono::seconds>(clock::now() - since).count();
-        std::string text = "still waiting for " + what() + " after " + std::to_string(waited) + " s";
-        if (!lock_diag_.message().empty()) text += "; last attempt: " + std::string(lock_diag_.message());
-        if (report_.verbose()) {
-            report_.detail(text);
-            report_.detail_lines(node_lines(nodes));
-        } else if (unreachable) {
-            report_.note(text);
-            report_.note_lines(node_lines(nodes));
-        }
-        schedule_progress(since);
-    });
-}
-
 void exec_session::finish()
 {
-    progress_.cancel();
+    progress_.stop();
     phase_ = phase::finishing;
     signals_.cancel();
     sigchld_.cancel();

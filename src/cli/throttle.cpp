@@ -7,6 +7,7 @@
 #include "exit_codes.hpp"
 #include "run_to_exit_code.hpp"
 #include "signals.hpp"
+#include "wait_progress.hpp"
 
 #include <redlock/client.hpp>
 #include <redlock/rate_limiter.hpp>
@@ -124,8 +125,12 @@ asio::awaitable<int> throttle_session::run()
 
     rate_limiter limiter(client_, o_.key, limit_of(o_));
     diagnostics diag;
+    wait_progress progress(client_.get_executor(), report_, diag, client_.quorum(),
+                           [](const std::vector<node_outcome>& nodes) { return describe_nodes(nodes); });
+    progress.start("room in '" + o_.key + "'");
     auto [ec, d] =
         co_await limiter.async_acquire(o_.cost, diag, asio::bind_cancellation_slot(cancel_.slot(), use_tuple));
+    progress.stop();
     if (interrupted_ != 0) co_return interrupted_exit();
     if (ec == error::invalid_argument) {
         report_.error("throttle: cannot use the rate limiter '" + o_.key +

@@ -64,7 +64,9 @@ BOOST_AUTO_TEST_CASE(the_command_runs_in_redlocks_place_with_its_own_exit_code)
     const auto text = file_contents(out);
     BOOST_TEST(text.find("pid " + std::to_string(pid) + "\n") != std::string::npos, "output: " << text);
     // The same command run directly lists the same descriptors: none of redlock's leaked into it.
-    const auto direct = run_command({"sh", "-c", "ls /proc/$$/fd"}, 5s);
+    const auto direct = run_command({"/bin/sh", "-c", "ls /proc/$$/fd"}, 5s);  // run_command does not search PATH
+    BOOST_REQUIRE_EQUAL(direct.exit_code, 0);
+    BOOST_REQUIRE(!direct.out.empty());
     BOOST_TEST(text.find(direct.out) != std::string::npos, "output: " << text << "; directly: " << direct.out);
     std::filesystem::remove_all(dir);
 
@@ -159,6 +161,16 @@ BOOST_AUTO_TEST_CASE(an_unreachable_node_exits_69_when_the_wait_runs_out)
     BOOST_TEST(r.exit_code == 69);
     BOOST_TEST(elapsed_ms(start) >= 450);
     BOOST_TEST(r.err.find("could not ask the rate limiter 'k'") != std::string::npos, r.err);
+}
+
+// A cron job waiting for room forever must not hang silently on a node that is down: a note every 10 s.
+BOOST_AUTO_TEST_CASE(a_wait_on_an_unreachable_node_says_so_every_10_s)
+{
+    const auto url = "redis://127.0.0.1:" + std::to_string(pick_free_port());
+    auto r = redlock_cli({"throttle", "--nodes", url, "--key", "k", "--rate", "10/s", "--wait", "11s"});
+    BOOST_TEST(r.exit_code == 69);
+    BOOST_TEST(r.err.find("redlock: still waiting for room in 'k' after 10 s") != std::string::npos, r.err);
+    BOOST_TEST(r.err.find(url) != std::string::npos, r.err);  // the node's line says why
 }
 
 BOOST_AUTO_TEST_CASE(the_node_comes_from_the_environment_when_not_given)
