@@ -100,7 +100,7 @@ public:
     ///   then runs `loader` (bounded by load_timeout and by the lock: lost, it is cancelled), writes its result
     ///   with the lock's fencing token (a write with a lower token than the stored value's is refused, and the
     ///   newer value is returned) and releases the lock. Callers joining a load share its outcome; their own
-    ///   `loader` is not run.
+    ///   `loader` and `options` are not used (the first caller's load_timeout and TTLs apply).
     /// Completes with the value, nullopt (known not to exist), or an error: the loader's (see cache_loader),
     /// error::timeout (load_timeout), error::lost (the rebuild lock was lost during the load), not_acquired (the
     /// lock's wait ran out and nothing was written meanwhile), the lock's and the store's errors,
