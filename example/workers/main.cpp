@@ -62,11 +62,12 @@ struct run_state {
 };
 
 // Every second: progress, and the jobs of dead processes back into the queue.
-asio::awaitable<void> supervise(workers::services s, const workers::settings& config, run_state& run)
+asio::awaitable<void> supervise(workers::services s, workers::settings config, run_state& run)
 {
     const auto start = std::chrono::steady_clock::now();
-    while (!run.finished) {
+    for (;;) {
         co_await sleep_for(1000ms);
+        if (run.finished) break;  // the clients are closing: nothing to recover, nothing to report
         try {
             run.tally.recovered += co_await workers::recover_dead(s.locks, s.data, config.process);
         } catch (const std::exception& e) {  // the store or the lock nodes away for a while: try again next time
