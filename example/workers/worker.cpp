@@ -100,6 +100,10 @@ asio::awaitable<void> run_job(services s, const settings& config, tally& t, std:
                               {.rate = config.rate, .period = 1s, .wait = redlock::rate_limit::wait_forever});
     auto body = [&](const redlock::permit& permit) -> asio::awaitable<void> {
         ++t.running;
+        struct leaving {  // a job that fails (its exception goes on to the caller) stops running here too
+            int& running;
+            ~leaving() { --running; }
+        } counted{t.running};
         co_await show_running(s, job, permit);
         co_await api.async_acquire(1, asio::use_awaitable);  // paced across every process
         ++t.api_calls;
@@ -107,7 +111,6 @@ asio::awaitable<void> run_job(services s, const settings& config, tally& t, std:
         co_await sleep_for(config.api_latency);  // the slow external API
         const bool first = co_await write_effect(s, job, account);
         ++(first ? t.done : t.repeated);
-        --t.running;
         co_await hide_running(s, job);
     };
     co_await redlock::with_permit(slots, body);  // at most `limit` jobs at once, across every process
