@@ -20,6 +20,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <cstdlib>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <random>
@@ -75,8 +76,8 @@ asio::awaitable<void> supervise(workers::services s, workers::settings config, r
         }
         const auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::cout << config.process << ": " << run.tally.done << " done, " << run.tally.running << " running, "
-                  << run.tally.api_calls / elapsed << " API calls/s, " << run.tally.recovered << " recovered"
-                  << std::endl;
+                  << std::fixed << std::setprecision(1) << run.tally.api_calls / elapsed << " API calls/s, "
+                  << run.tally.recovered << " recovered" << std::endl;
     }
 }
 
