@@ -1,6 +1,7 @@
 // A cache stampede across processes: 1,000 concurrent calls for one cold key from four processes run the
 // loader once; the others wait for the rebuild lock's release message (not by polling the lock: the lock nodes
-// count their calls), read again and get its value.
+// count their calls), read again and get its value. And a loader that fails: every caller gets the error, and
+// each process, its turn at the lock come, runs its own loader once (errors are not cached).
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -90,4 +91,25 @@ BOOST_AUTO_TEST_CASE(a_thousand_concurrent_cold_key_calls_from_four_processes_ru
         BOOST_TEST_MESSAGE("lock node " << i << ": " << calls << " scripts and SETs");
         BOOST_TEST(calls <= processes * per_process_bound, "lock node " << i << ": " << calls);
     }
+}
+
+// A failed load is not cached, so each process that missed the key, woken by the previous holder's release, takes
+// the lock in turn, reads nothing and runs its own loader: once per process (its callers share that one load),
+// one process after another (never two loaders at once), and every caller gets the loader's error.
+BOOST_AUTO_TEST_CASE(a_failing_loader_fails_every_caller_of_four_processes_and_runs_once_per_process)
+{
+    stampede s;
+    auto workers = s.start("broken:1", 50, 200ms, {"fail"});
+    for (auto& w : workers) {
+        const int status = w->wait(60s);
+        BOOST_TEST_MESSAGE("worker: " << w->output());
+        BOOST_TEST(status == 1, "worker: " << status << ": " << w->output());  // 1: not every call got a value
+        BOOST_TEST(w->field("errors") == 50);
+        BOOST_TEST(w->field("other_errors") == 0);  // all of them the loader's own error
+        BOOST_TEST(w->output().find("first_error=Input/output error") != std::string::npos, w->output());
+        BOOST_TEST(w->field("loads_here") == 1);
+    }
+    BOOST_TEST(s.count().cli({"GET", "loads:broken:1"}) == std::to_string(processes));
+    BOOST_TEST(s.count().cli({"GET", "overlaps:broken:1"}) == "");  // one at a time, under the lock
+    BOOST_TEST(s.store().cli({"EXISTS", "broken:1"}) == "0");       // errors are not cached
 }
