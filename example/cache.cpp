@@ -59,6 +59,14 @@ asio::awaitable<std::optional<std::string>> load_user(std::shared_ptr<database> 
     co_return it->second;
 }
 
+// What the demo claims, checked: a wrong count is an error (exit 1), not just a line of output.
+void expect_queries(const database& db, int expected, const std::string& after)
+{
+    if (db.queries == expected) return;
+    std::cerr << "error: " << db.queries << " database queries after " << after << ", expected " << expected << "\n";
+    std::exit(1);
+}
+
 // One caller's read of a user, and what it cost the database so far.
 asio::awaitable<void> show_user(redlock::cache_guard cache, std::shared_ptr<database> db, std::string id)
 {
@@ -68,9 +76,22 @@ asio::awaitable<void> show_user(redlock::cache_guard cache, std::shared_ptr<data
               << " database queries so far\n";
 }
 
-asio::awaitable<void> demo(redlock::client& locks, std::shared_ptr<redlock::node> store)
+// An earlier run's values (kept for 10 minutes) would turn this run's misses into hits: start without them.
+asio::awaitable<void> forget_earlier_runs(const redlock::node_config& store_node)
+{
+    redlock::connection store(co_await asio::this_coro::executor, store_node);
+    co_await store.async_connect(asio::use_awaitable);
+    redlock::request del;
+    del.push("DEL", "user:ada", "user:alan", "user:nobody", "user:mallory");
+    co_await store.async_exec(del, asio::use_awaitable);
+    store.close();
+}
+
+asio::awaitable<void> demo(redlock::client& locks, std::shared_ptr<redlock::node> store,
+                           redlock::node_config store_node)
 {
     co_await locks.async_connect(asio::use_awaitable);
+    co_await forget_earlier_runs(store_node);
     auto db = std::make_shared<database>();
 
     // [get-or-load]
@@ -80,6 +101,7 @@ asio::awaitable<void> demo(redlock::client& locks, std::shared_ptr<redlock::node
     auto user = co_await cache.async_get_or_load("user:" + id, load, asio::use_awaitable);  // nullopt: no such user
     // [get-or-load]
     std::cout << "user:ada -> " << user.value_or("(no such user)") << " (a miss: " << db->queries << " query)\n";
+    expect_queries(*db, 1, "the first miss");
 
     // Ten callers at once ask for a user nobody has read yet: they share one load (copies of a guard share
     // its table of loads).
@@ -91,9 +113,13 @@ asio::awaitable<void> demo(redlock::client& locks, std::shared_ptr<redlock::node
     for (int i = 0; i < 10; ++i) asio::co_spawn(ex, show_user(cache, db, alan), report);
     asio::steady_timer later(ex, 300ms);
     co_await later.async_wait(asio::use_awaitable);
-    co_await show_user(cache, db, alan);    // a hit: no query
+    expect_queries(*db, 2, "ten concurrent misses of one user");
+    co_await show_user(cache, db, alan);  // a hit: no query
+    expect_queries(*db, 2, "a hit");
     co_await show_user(cache, db, nobody);  // a miss that finds nothing: cached as a null marker
+    expect_queries(*db, 3, "a miss of a user that does not exist");
     co_await show_user(cache, db, nobody);  // the marker answers: no query
+    expect_queries(*db, 3, "a null marker's hit");
 
     redlock::cache_options options{.ttl = 10min};
     // [bloom]
@@ -108,6 +134,11 @@ asio::awaitable<void> demo(redlock::client& locks, std::shared_ptr<redlock::node
     auto stranger = co_await guarded.async_get_or_load("user:mallory", stranger_load, asio::use_awaitable);
     std::cout << "user:mallory -> " << stranger.value_or("(no such user)") << ", " << db->queries - before
               << " database queries (the Bloom filter answered)\n";
+    expect_queries(*db, before, "a key the Bloom filter does not contain");
+    if (user != "Ada Lovelace" || stranger) {
+        std::cerr << "error: wrong values\n";
+        std::exit(1);
+    }
     locks.close();
     store->close();
 }
@@ -120,7 +151,7 @@ int main(int argc, char** argv)
     redlock::client locks(ctx.get_executor(), nodes);  // the rebuild locks: 1 or N nodes
     auto store = std::shared_ptr<redlock::node>(redlock::make_connection_node(ctx.get_executor(), nodes.front()));
     // [guard-parts]
-    asio::co_spawn(ctx, demo(locks, store), [](std::exception_ptr e) {
+    asio::co_spawn(ctx, demo(locks, store, nodes.front()), [](std::exception_ptr e) {
         if (!e) return;
         try {
             std::rethrow_exception(e);

@@ -54,6 +54,14 @@ bool is_cancellation(redlock::error_code ec)
     return ec == asio::error::operation_aborted;
 }
 
+// A store request cancelled by the drain's deadline is not a store failure: the request ends and its connection
+// closes without an answer (the client retries with its Idempotency-Key). A status would answer "nothing changed"
+// of a write that was sent and may have landed.
+void throw_if_cancelled(redlock::error_code ec)
+{
+    if (is_cancellation(ec)) throw boost::system::system_error(ec);
+}
+
 reservation failed(write_status why, std::string detail, std::string order_id = {})
 {
     return {
@@ -80,6 +88,7 @@ asio::awaitable<write_status> set_while_held(redlock::connection& store, item_ke
     bound_by(req, d);
     redlock::response replies;
     auto [ec] = co_await store.async_exec(req, replies, use_tuple);
+    throw_if_cancelled(ec);
     if (ec && ec != error::server_error) co_return after_sent(ec);
     auto [outcome, newest] = redlock::fenced_write::outcome(replies.at(0));
     if (outcome == error::stale_token) co_return write_status::fenced_out;
@@ -105,6 +114,7 @@ asio::awaitable<claimed_read> claim_and_read(redlock::connection& store, item_ke
     bound_by(read, d);
     redlock::response replies;
     auto [read_ec] = co_await store.async_exec(read, replies, use_tuple);
+    throw_if_cancelled(read_ec);
     if (read_ec && read_ec != error::server_error)
         co_return early(failed(write_status::unavailable, "claim: " + read_ec.message(), order_id));
     if (replies.size() != 3) co_return early(failed(write_status::unavailable, "claim: unexpected reply", order_id));
@@ -138,6 +148,7 @@ asio::awaitable<reservation> take_one(redlock::connection& store, item_keys keys
     bound_by(write, d);
     redlock::response written;
     auto [write_ec] = co_await store.async_exec(write, written, use_tuple);
+    throw_if_cancelled(write_ec);
     if (write_ec && write_ec != error::server_error)
         co_return failed(after_sent(write_ec), "write: " + write_ec.message(), order_id);
     auto [take_ec, resource_token] = redlock::fenced_write::outcome(written.at(0));
@@ -166,6 +177,7 @@ asio::awaitable<reservation> inventory::reserve(std::string item_id, std::string
     bound_by(peek, d);
     redlock::response seen;
     auto [peek_ec] = co_await store_.async_exec(peek, seen, use_tuple);
+    throw_if_cancelled(peek_ec);
     if (peek_ec) co_return failed(write_status::unavailable, "store: " + peek_ec.message(), order_id);
     if (!seen[1].is_null())
         co_return reservation{.status = reserve_status::replayed,

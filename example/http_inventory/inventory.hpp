@@ -70,7 +70,8 @@ struct claimed_read {
 /// `token` (inventory::reserve runs them under with_lock; the tests interleave two holders between them).
 /// claim_and_read: a fenced write that only advances the item's guard to `token`, pipelined with the reads; from
 /// then on a holder with an older token can no longer write. take_one: the fenced write of stock - 1 and the
-/// order.
+/// order. A cancellation (the drain's deadline) throws boost::system::system_error(operation_aborted) rather than
+/// answer a status: the write may have been sent.
 boost::asio::awaitable<claimed_read> claim_and_read(redlock::connection& store, item_keys keys, std::string order_id,
                                                     std::uint64_t token, deadline d);
 boost::asio::awaitable<reservation> take_one(redlock::connection& store, item_keys keys, std::string order_id,
@@ -81,7 +82,8 @@ public:
     /// `locks`: the N lock nodes; `store`: the Redis of the data. Both must outlive the inventory.
     inventory(redlock::client& locks, redlock::connection& store, std::chrono::milliseconds lock_ttl);
 
-    /// Takes one unit of `item` for `order_id`, unless that order already took one.
+    /// Takes one unit of `item` for `order_id`, unless that order already took one. Cancelled (the drain's
+    /// deadline), it throws boost::system::system_error(operation_aborted), its lock released.
     boost::asio::awaitable<reservation> reserve(std::string item_id, std::string order_id, deadline d);
 
     /// Sets the stock of `item` (creating it); orders already taken stay recorded.

@@ -62,6 +62,49 @@ private:
     std::optional<__int128> tat_;
 };
 
+/// The fixed window: at most `rate` units from the first admission of a window until `period` later; a call that
+/// finds no open window opens one when admitted. The window's end is kept as the node keeps it, on its millisecond
+/// clock (PEXPIRE on the opening call, PTTL on the others), which the model reads as the node's time in
+/// microseconds truncated to milliseconds.
+class fixed_window_model {
+public:
+    fixed_window_model(std::int64_t rate, std::chrono::milliseconds period) : rate_(rate), period_ms_(period.count()) {}
+
+    rate_decision decide(std::int64_t now_us, std::int64_t cost)
+    {
+        const std::int64_t now_ms = now_us / 1000;
+        if (window_end_ms_ && now_ms >= *window_end_ms_) {  // the counter expired: the window is over
+            window_end_ms_.reset();
+            count_ = 0;
+        }
+        std::int64_t ttl = window_end_ms_ ? *window_end_ms_ - now_ms : 0;
+        rate_decision d;
+        d.limit = rate_;
+        d.server_time = std::chrono::microseconds(now_us);
+        if (cost > rate_) {
+            d.result = rate_decision::outcome::never;
+        } else if (count_ + cost <= rate_) {
+            d.result = rate_decision::outcome::allowed;
+            if (count_ == 0) {  // the first admission opens the window
+                window_end_ms_ = now_ms + period_ms_;
+                ttl = period_ms_;
+            }
+            count_ += cost;
+        } else {
+            d.result = rate_decision::outcome::limited;
+            d.retry_after = std::chrono::milliseconds(std::max<std::int64_t>(ttl, 1));  // the window's end
+        }
+        d.remaining = std::max<std::int64_t>(rate_ - count_, 0);
+        d.reset_after = std::chrono::milliseconds(ttl);
+        return d;
+    }
+
+private:
+    std::int64_t rate_, period_ms_;
+    std::int64_t count_ = 0;
+    std::optional<std::int64_t> window_end_ms_;
+};
+
 /// The sliding-window log: every admitted call with its time; a call is admitted when the calls of the last
 /// period (times in (now - period, now]) and its own cost stay within the rate.
 class sliding_log_model {

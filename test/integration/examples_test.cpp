@@ -98,7 +98,19 @@ BOOST_AUTO_TEST_CASE(rate_limit_admits_the_burst_and_refuses_n_nodes)
 BOOST_AUTO_TEST_CASE(cache_loads_once)
 {
     cluster nodes(3);
-    run_example(REDLOCK_EXAMPLE_CACHE, comma_joined(nodes.urls()));
+    const auto out = run_example(REDLOCK_EXAMPLE_CACHE, comma_joined(nodes.urls()));
+    BOOST_TEST(has(out, "user:ada -> Ada Lovelace (a miss: 1 query)"));
+    // The ten concurrent callers and the hit after them: one more query in all.
+    std::size_t alans = 0;
+    for (auto at = out.find("user:alan -> Alan Turing, 2 database queries so far\n"); at != std::string::npos;
+         at = out.find("user:alan -> Alan Turing, 2 database queries so far\n", at + 1))
+        ++alans;
+    BOOST_TEST(alans == 11u);
+    BOOST_TEST(!has(out, "user:alan -> Alan Turing, 3"));
+    BOOST_TEST(has(out,
+                   "user:nobody -> (no such user), 3 database queries so far\n"
+                   "user:nobody -> (no such user), 3 database queries so far\n"));
+    BOOST_TEST(has(out, "user:mallory -> (no such user), 0 database queries (the Bloom filter answered)"));
 }
 
 BOOST_AUTO_TEST_CASE(the_tutorial_program_locks_and_releases)

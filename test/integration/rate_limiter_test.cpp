@@ -58,11 +58,22 @@ struct step {
     ms pause_after;
 };
 
+// Whether `d` is `expected`, but for its two durations, which may each be off by up to `slack`.
+bool same_within(const rate_decision& d, const rate_decision& expected, ms slack)
+{
+    auto near = [slack](ms a, ms b) { return a - b <= slack && b - a <= slack; };
+    return d.result == expected.result && d.limit == expected.limit && d.remaining == expected.remaining &&
+           d.server_time == expected.server_time && near(d.retry_after, expected.retry_after) &&
+           near(d.reset_after, expected.reset_after);
+}
+
 // Runs `steps` as try_acquire calls and compares each decision with model.decide(its server time, cost); says
-// how many of each outcome it saw.
+// how many of each outcome it saw. With a `slack`, retry_after and reset_after may be off by that much, and
+// `inexact` counts the decisions that were.
 template <class Model>
 asio::awaitable<std::array<int, 3>> check_against(redlock::rate_limiter& limiter, Model& model,
-                                                  const std::vector<step>& steps)
+                                                  const std::vector<step>& steps, ms slack = 0ms,
+                                                  int* inexact = nullptr)
 {
     std::array<int, 3> seen{};
     for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -70,8 +81,9 @@ asio::awaitable<std::array<int, 3>> check_against(redlock::rate_limiter& limiter
         auto [ec, d] = co_await limiter.async_try_acquire(steps[i].cost, diag, use_tuple);
         BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << diag.message());
         const auto expected = model.decide(d.server_time.count(), steps[i].cost);
-        BOOST_TEST((d == expected), "call " << i << " (cost " << steps[i].cost << "): " << describe(d) << ", model "
-                                            << describe(expected));
+        BOOST_TEST(same_within(d, expected, slack), "call " << i << " (cost " << steps[i].cost << "): " << describe(d)
+                                                            << ", model " << describe(expected));
+        if (inexact && d != expected) ++*inexact;
         ++seen[static_cast<std::size_t>(d.result)];
         if (steps[i].pause_after > 0ms) co_await sleep_for(steps[i].pause_after);
     }
@@ -146,6 +158,34 @@ BOOST_AUTO_TEST_CASE(sliding_window_decisions_match_the_reference_model_field_by
         redlock::rate_limiter limiter(client, "log", make_limit(rate_strategy::sliding_window, 5, 300ms));
         redlock::test::sliding_log_model model(5, 300ms);
         auto seen = co_await check_against(limiter, model, steps);
+        BOOST_TEST(seen[0] > 0);
+        BOOST_TEST(seen[1] > 0);
+        BOOST_TEST(seen[2] > 0);
+    });
+}
+
+// The fixed window's durations are the counter's PTTL, read on the node's millisecond clock a few microseconds
+// after TIME (Redis 7.0 reads the clock afresh for PEXPIRE and PTTL inside a script): when a millisecond
+// boundary falls between the two, the window's end or its TTL reads 1 ms off the model's. That is allowed on
+// retry_after and reset_after, and only on a few calls: an off-by-one of the script's own would show on every
+// call of a window.
+BOOST_AUTO_TEST_CASE(fixed_window_decisions_match_the_reference_model_field_by_field)
+{
+    cluster nodes(1);
+    asio::io_context ctx;
+    redlock::client client(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await client.async_connect(asio::use_awaitable);
+        // 5 a second. A window opened, filled, refused, overshot (never); then past its end (1100 ms) a cost
+        // above the rate with no window open, a new window opened by a call of the whole rate, and so on.
+        const std::vector<step> steps{{1, 0ms}, {1, 30ms},   {2, 0ms},    {3, 0ms}, {6, 0ms},  {1, 100ms},
+                                      {1, 0ms}, {2, 200ms},  {1, 1100ms}, {6, 0ms}, {4, 50ms}, {2, 0ms},
+                                      {1, 0ms}, {1, 1100ms}, {6, 0ms},    {5, 0ms}, {1, 0ms},  {1, 10ms}};
+        redlock::rate_limiter limiter(client, "window", make_limit(rate_strategy::fixed_window, 5, 1000ms));
+        redlock::test::fixed_window_model model(5, 1000ms);
+        int inexact = 0;
+        auto seen = co_await check_against(limiter, model, steps, 1ms, &inexact);
+        BOOST_TEST(inexact <= 2, inexact << " of " << steps.size() << " decisions 1 ms off the model");
         BOOST_TEST(seen[0] > 0);
         BOOST_TEST(seen[1] > 0);
         BOOST_TEST(seen[2] > 0);

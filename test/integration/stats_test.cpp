@@ -1,5 +1,6 @@
-// client::stats() counts what the client did (acquires, failures by reason, latency, handoffs, wake-ups,
-// extensions, releases, losses, per-node errors), to_prometheus renders it in the text format a real parser
+// client::stats() counts what the client did (acquires, failures by reason, latency, handoffs, wake-ups by
+// message and by timer, extensions, releases, losses, per-node errors, subscriptions restored after a node
+// restart), to_prometheus renders it in the text format a real parser
 // (Debian's python3-prometheus-client) accepts with the same values, and the log handler hears a lease lost.
 #include <redlock/redlock.hpp>
 
@@ -51,6 +52,15 @@ for family in text_string_to_metric_families(open(sys.argv[1]).read()):
         samples[line.substr(0, space)] = std::stod(line.substr(space + 1));
     }
     return samples;
+}
+
+// One sample of `text` as prometheus_client reads it; fails the test when it is missing.
+double sample(const std::string& text, const std::string& key)
+{
+    const auto samples = parsed_by_prometheus_client(text);
+    auto it = samples.find(key);
+    BOOST_TEST_REQUIRE((it != samples.end()), "no sample " << key << " in\n" << text);
+    return it->second;
 }
 
 }  // namespace
@@ -139,4 +149,80 @@ BOOST_AUTO_TEST_CASE(stats_count_what_the_client_did_and_render_for_prometheus)
     BOOST_TEST(value(R"(redlock_extensions_total{result="ok",service="orders"})") == 1.0);
     BOOST_TEST(value("redlock_node_errors_total{node=\"" + s.nodes[2].node + "\",service=\"orders\"}") ==
                static_cast<double>(s.nodes[2].errors));
+}
+
+// A holder that never releases (its process gone): no release message comes, and the waiter wakes when the
+// holder's key expires. That wake-up is the timer's, not a message's.
+BOOST_AUTO_TEST_CASE(a_waiter_woken_by_the_holders_ttl_counts_a_timer_wakeup)
+{
+    cluster nodes(3);
+    asio::io_context ctx;
+    redlock::client holder(ctx.get_executor(), configs(nodes));
+    redlock::client waiter(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await holder.async_connect(asio::use_awaitable);
+        co_await waiter.async_connect(asio::use_awaitable);
+        // No watchdog, never released: its keys lapse after 600 ms.
+        auto [e1, abandoned] = co_await redlock::mutex(holder, "expiring", {.ttl = 600ms}).async_lock(use_tuple);
+        BOOST_REQUIRE(!e1);
+        const auto start = std::chrono::steady_clock::now();
+        auto [e2, mine] =
+            co_await redlock::mutex(waiter, "expiring", {.ttl = 5000ms, .wait = 5000ms}).async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e2, e2.message());
+        BOOST_TEST((std::chrono::steady_clock::now() - start >= 450ms));  // it waited out the holder's TTL
+        co_await mine.async_release(asio::use_awaitable);
+    });
+    const auto s = waiter.stats();
+    BOOST_TEST(s.acquires == 1u);
+    BOOST_TEST(s.wakeups_by_timer >= 1u);  // once, or again if it woke a moment before a node dropped the key
+    BOOST_TEST(s.wakeups_by_message == 0u);
+    BOOST_TEST(s.handoffs == 0u);
+    const auto text = redlock::to_prometheus(s);
+    BOOST_TEST(sample(text, R"(redlock_wakeups_total{cause="timer"})") == static_cast<double>(s.wakeups_by_timer));
+    BOOST_TEST(sample(text, R"(redlock_wakeups_total{cause="message"})") == 0.0);
+    holder.close();
+    waiter.close();
+}
+
+// A waiter's release-channel subscription on a node that restarts is made again on the new connection, counted
+// per client and per node; the release that follows still wakes the waiter by message.
+BOOST_AUTO_TEST_CASE(a_node_restarted_under_a_subscribed_waiter_counts_a_restored_subscription)
+{
+    cluster nodes(3);
+    asio::io_context ctx;
+    redlock::client holder(ctx.get_executor(), configs(nodes));
+    redlock::client waiter(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await holder.async_connect(asio::use_awaitable);
+        co_await waiter.async_connect(asio::use_awaitable);
+        auto [e1, held] = co_await redlock::mutex(holder, "restored", {.ttl = 10s}).async_lock(use_tuple);
+        BOOST_REQUIRE(!e1);
+        std::optional<error_code> waited;
+        redlock::lease mine;
+        redlock::mutex(waiter, "restored", {.ttl = 5000ms, .wait = 10s})
+            .async_lock([&](error_code e, redlock::lease l) {
+                waited = e;
+                mine = std::move(l);
+            });
+        co_await sleep_for(300ms);  // refused, subscribed on every node
+        BOOST_TEST(waiter.stats().subscriptions_restored == 0u);
+        nodes[0].restart();  // the holder's key there is gone; nodes 1 and 2 still refuse the waiter
+        for (int i = 0; i < 300 && waiter.stats().subscriptions_restored == 0; ++i) co_await sleep_for(10ms);
+        BOOST_TEST(!waited.has_value());
+        co_await held.async_release(asio::use_awaitable);
+        for (int i = 0; i < 300 && !waited; ++i) co_await sleep_for(10ms);
+        BOOST_TEST_REQUIRE(waited.has_value());
+        BOOST_TEST(!*waited);
+        co_await mine.async_release(asio::use_awaitable);
+    });
+    const auto s = waiter.stats();
+    BOOST_TEST(s.subscriptions_restored == 1u);
+    BOOST_REQUIRE(s.nodes.size() == 3u);
+    BOOST_TEST(s.nodes[0].connection.resubscribes == 1u);
+    BOOST_TEST(s.nodes[1].connection.resubscribes == 0u);
+    BOOST_TEST(s.wakeups_by_message >= 1u);  // the release after the restart reached it
+    const auto text = redlock::to_prometheus(s, "redlock", R"(service="orders")");
+    BOOST_TEST(sample(text, R"(redlock_subscriptions_restored_total{service="orders"})") == 1.0);
+    holder.close();
+    waiter.close();
 }

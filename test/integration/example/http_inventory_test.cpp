@@ -1,8 +1,9 @@
 // example/http_inventory, one instance on real Redis nodes: the endpoints and their errors, the per-client rate
 // limit's 429 and headers, /metrics as a Prometheus parser reads it, readiness, the size limits and the
-// timeouts of a connection, the drain on SIGTERM (an in-flight request finishes, the drain deadline cancels a
-// stalled one, exit 0); and the critical section of a reservation with two holders interleaved, the first one
-// stalled past its lease.
+// timeouts of a connection, the request timeout on an item locked elsewhere (503 busy), the drain on SIGTERM (an
+// in-flight request finishes, the drain deadline cancels a stalled one, exit 0; a reservation holding the lock at
+// the drain deadline releases it at once); and the critical section of a reservation with two holders interleaved, the
+// first one stalled past its lease.
 #include <boost/test/unit_test.hpp>
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -11,25 +12,35 @@
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 
+#include "config.hpp"
 #include "inventory.hpp"
+#include "metrics.hpp"
+#include "readiness.hpp"
+#include "server.hpp"
+#include "service.hpp"
 
 #include <redlock/client.hpp>
 #include <redlock/connection.hpp>
 #include <redlock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <arpa/inet.h>
+#include <atomic>
 #include <chrono>
+#include <common/fault_proxy.hpp>
 #include <common/http_client.hpp>
+#include <common/io_thread.hpp>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
 #include <common/service_process.hpp>
 #include <common/subprocess.hpp>
 #include <csignal>
+#include <future>
 #include <netinet/in.h>
 #include <poll.h>
 #include <string>
@@ -135,6 +146,119 @@ private:
 };
 
 const std::string get_healthz = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+
+std::vector<redlock::node_config> node_configs(const std::vector<std::string>& urls)
+{
+    std::vector<redlock::node_config> nodes;
+    for (const auto& url : urls) nodes.push_back(redlock::parse_url(url));
+    return nodes;
+}
+
+// Holds `key` on the lock nodes from a client of the test's own (as another instance would), until destroyed.
+class lock_held_elsewhere {
+public:
+    lock_held_elsewhere(const cluster& nodes, const std::string& key)
+        : client_(ctx_.get_executor(), node_configs(nodes.urls()))
+    {
+        run_coro(ctx_, [&]() -> asio::awaitable<void> {
+            redlock::mutex m(client_, key, {.ttl = 30s, .fencing = true});
+            held_ = co_await m.async_lock(asio::use_awaitable);
+        });
+    }
+    ~lock_held_elsewhere()
+    {
+        run_coro(ctx_,
+                 [&]() -> asio::awaitable<void> { co_await held_.async_release(asio::as_tuple(asio::use_awaitable)); });
+        client_.close();
+    }
+    lock_held_elsewhere(const lock_held_elsewhere&) = delete;
+    lock_held_elsewhere& operator=(const lock_held_elsewhere&) = delete;
+
+private:
+    asio::io_context ctx_;
+    redlock::client client_;
+    redlock::lease held_;
+};
+
+// The service's parts wired as main.cpp wires them, on an io_context of their own thread, so that a test can give
+// it settings the command line refuses.
+class in_process_service {
+public:
+    explicit in_process_service(http_inventory::config cfg)
+        : cfg_(std::move(cfg)),
+          store_node_(redlock::parse_url(cfg_.store)),
+          locks_(io_.context().get_executor(), node_configs(cfg_.lock_nodes)),
+          limits_(io_.context().get_executor(), {store_node_}),
+          store_(io_.context().get_executor(), store_node_),
+          items_(locks_, store_, cfg_.lock_ttl),
+          probe_(io_.context().get_executor(), node_configs(cfg_.lock_nodes), store_node_),
+          svc_{cfg_, locks_, limits_, store_, items_, stats_, probe_},
+          srv_(io_.context(), svc_)
+    {
+        io_.call([&] { port_ = srv_.listen("127.0.0.1", 0).port(); });
+        std::promise<void> connected;
+        asio::co_spawn(
+            io_.context(),
+            [&]() -> asio::awaitable<void> {
+                co_await locks_.async_connect(asio::use_awaitable);
+                co_await store_.async_connect(asio::use_awaitable);
+                srv_.start();
+            },
+            [&](std::exception_ptr e) {
+                if (e)
+                    connected.set_exception(e);
+                else
+                    connected.set_value();
+            });
+        connected.get_future().get();
+    }
+    ~in_process_service()
+    {
+        // The library's background timers outlive close(): stop rather than wait, as main.cpp does.
+        io_.call([&] {
+            close();
+            io_.context().stop();
+        });
+        io_.join();
+    }
+    in_process_service(const in_process_service&) = delete;
+    in_process_service& operator=(const in_process_service&) = delete;
+
+    std::uint16_t port() const { return port_; }
+    /// What SIGTERM does in main.cpp; `drained` turns true once no connection is left.
+    void drain()
+    {
+        io_.call([&] {
+            srv_.drain([&] {
+                close();
+                drained = true;
+            });
+        });
+    }
+    std::atomic<bool> drained{false};
+
+private:
+    void close()
+    {
+        locks_.close();
+        limits_.close();
+        store_.close();
+        probe_.close();
+    }
+
+    http_inventory::config cfg_;
+    redlock::node_config store_node_;
+    io_thread io_;
+    redlock::client locks_;
+    redlock::client limits_;
+    redlock::connection store_;
+    http_inventory::inventory items_;
+    http_inventory::metrics stats_;
+    http_inventory::readiness probe_;
+    http_inventory::service svc_;
+    http_inventory::server srv_;
+    std::uint16_t port_ = 0;
+};
 
 }  // namespace
 
@@ -396,6 +520,109 @@ BOOST_AUTO_TEST_CASE(the_drain_deadline_closes_a_connection_stalled_mid_body_and
     BOOST_TEST(*code == 0);
     BOOST_TEST((steady_clock::now() - start >= 900ms));  // it waited for the busy connection until the deadline
     BOOST_TEST(svc.output().find("drain deadline: cancelling 1 request(s)") != std::string::npos, svc.output());
+}
+
+// The request's budget covers the lock's wait: an item another instance keeps locked makes a reservation give up
+// after --request-timeout with the documented 503 (busy, Retry-After: 1), and nothing is written.
+BOOST_AUTO_TEST_CASE(a_reservation_of_an_item_locked_elsewhere_gets_503_busy_at_the_request_timeout)
+{
+    deployment d;
+    auto svc = d.start({"--request-timeout", "1s"});
+    BOOST_TEST(send_http(svc.port(), put_stock("fig", 3)).status == 200u);
+    const auto keys = http_inventory::item_keys::of("fig");
+    const auto guard_before = d.store.cli({"GET", keys.guard});
+
+    lock_held_elsewhere other(d.lock_nodes, keys.lock);
+    const auto start = steady_clock::now();
+    const auto r = send_http(svc.port(), reserve("fig", "order-1"));
+    const auto took = steady_clock::now() - start;
+    BOOST_TEST(r.status == 503u, r.status << " " << r.body << r.error.message());
+    BOOST_TEST(json_member(r.body, "error").value_or("") == "busy", r.body);
+    BOOST_TEST(json_member(r.body, "message").value_or("") ==
+               "the item stayed locked for the whole request timeout; retry");
+    BOOST_TEST(r.header("retry-after") == "1");
+    // About the timeout: not at once (it waited for the lock), not much later (the wait is what the budget left).
+    BOOST_TEST((took >= 900ms && took < 2000ms), std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
+    BOOST_TEST(d.store.cli({"GET", keys.stock}) == "3");
+    BOOST_TEST(d.store.cli({"HLEN", keys.orders}) == "0");
+    BOOST_TEST(d.store.cli({"GET", keys.guard}) == guard_before);  // not even claimed
+}
+
+// A reservation that holds the item's lock when the drain deadline fires. The command line cannot reach this: it
+// requires --request-timeout below --drain-timeout, and every step of a reservation is bounded by the request's
+// deadline, so that deadline always ends a reservation before the drain's. Here the service runs in this process
+// with a request timeout of 10 s and a shorter drain timeout, and the store answers through a proxy that delays
+// every chunk by 600 ms: the reservation reads (a round trip of 1.2 s), takes the lock, claims and reads (1.2 s
+// more), then writes (1.2 s more), and the drain deadline fires during the claim or during the write.
+struct drained_reservation {
+    http_reply reply;
+    std::chrono::milliseconds drained_after{0};
+    bool lock_left = false;  // on a lock node right after the drain: not released, left to its TTL
+    std::string stock;       // once the proxy delivered what it had in flight
+    std::string order;
+};
+
+drained_reservation drain_deadline_during_a_reservation(std::chrono::milliseconds drain_timeout)
+{
+    cluster lock_nodes(3);
+    redis_node store_node;
+    fault_proxy slow_store(store_node.port());
+    const auto keys = http_inventory::item_keys::of("lime");
+    store_node.cli({"SET", keys.stock, "3"});
+    http_inventory::config cfg;
+    cfg.listen_port = 0;
+    cfg.lock_nodes = lock_nodes.urls();
+    cfg.store = slow_store.url();
+    cfg.rate = 0;  // the limiter would go through the slow store too
+    cfg.lock_ttl = 10s;
+    cfg.request_timeout = 10s;
+    cfg.drain_timeout = drain_timeout;  // below the request timeout: what the command line refuses
+    in_process_service svc(cfg);
+    slow_store.set_mode(fault_proxy::mode::delay, 600ms);
+
+    drained_reservation out;
+    std::thread customer([&] { out.reply = send_http(svc.port(), reserve("lime", "order-1")); });
+    std::this_thread::sleep_for(100ms);
+    const auto drain_started = steady_clock::now();
+    svc.drain();
+    auto held = [&] { return lock_nodes[0].cli({"EXISTS", keys.lock}) == "1"; };
+    while (!held() && steady_clock::now() - drain_started < drain_timeout) std::this_thread::sleep_for(5ms);
+    BOOST_TEST_REQUIRE(held());  // the reservation holds the lock before the drain deadline
+    while (!svc.drained && steady_clock::now() - drain_started < drain_timeout + 5s) std::this_thread::sleep_for(5ms);
+    BOOST_TEST_REQUIRE(svc.drained.load());
+    out.drained_after = std::chrono::duration_cast<std::chrono::milliseconds>(steady_clock::now() - drain_started);
+    for (std::size_t n = 0; n < lock_nodes.size(); ++n)
+        out.lock_left |= lock_nodes[n].cli({"EXISTS", keys.lock}) == "1";
+    customer.join();
+    std::this_thread::sleep_for(1300ms);  // what the proxy still had in flight has reached the store
+    out.stock = store_node.cli({"GET", keys.stock});
+    out.order = store_node.cli({"HGET", keys.orders, "order-1"});
+    return out;
+}
+
+// Cancelled during its claim: the lock is released at once, well before its lease's 10 s; the connection closes
+// without an answer (as the README's drain says), and nothing was taken. (Before the fix the cancelled claim read as
+// a store failure: 503 "unavailable".)
+BOOST_AUTO_TEST_CASE(a_reservation_holding_the_lock_at_the_drain_deadline_releases_it_at_once)
+{
+    const auto r = drain_deadline_during_a_reservation(1500ms);
+    BOOST_TEST((r.drained_after >= 1400ms && r.drained_after < 2500ms), r.drained_after.count());
+    BOOST_TEST(!r.lock_left);
+    BOOST_TEST(r.reply.status == 0u, r.reply.status << " " << r.reply.body);
+    BOOST_TEST(r.stock == "3");
+    BOOST_TEST(r.order == "");
+}
+
+// Cancelled while its write is on its way: the write lands, so the client must not be told that nothing changed
+// (a 503 other than outcome_unknown promises that). The connection closes without an answer; a retry with the same
+// Idempotency-Key finds the order. (Before the fix: 503 "unavailable ... nothing changed", and the unit taken.)
+BOOST_AUTO_TEST_CASE(a_reservation_cancelled_by_the_drain_deadline_mid_write_is_not_answered_nothing_changed)
+{
+    const auto r = drain_deadline_during_a_reservation(3000ms);
+    BOOST_TEST(!r.lock_left);
+    BOOST_TEST(r.order != "");  // the write was sent before the cancellation, and landed
+    BOOST_TEST(r.stock == "2");
+    BOOST_TEST(r.reply.status == 0u, r.reply.status << " " << r.reply.body);
 }
 
 // Kleppmann's pause, inside a read-modify-write: holder A claims and reads the stock, stalls past its lease;
