@@ -28,11 +28,12 @@ namespace redlock {
 
 /// What get_or_load runs on a miss: a coroutine that reads the source and returns the value's bytes, or nullopt
 /// for "does not exist" (cached as a null marker). It reports failure by throwing: a
-/// boost::system::system_error reaches every waiter as its error_code, anything else as error::load_failed
-/// with what() in the diagnostics. It runs on the guard's strand, and is cancelled (terminal) when its load is
-/// abandoned, times out or loses its rebuild lock. The guard keeps the callable alive until its coroutine
-/// returns, so a capturing lambda is fine, but it may run on after its own caller left (others still wait for
-/// it): capture by value, never the caller's locals by reference.
+/// boost::system::system_error reaches every waiter of this process as its error_code, anything else as
+/// error::load_failed with what() in the diagnostics. An error is not cached: a waiting process takes the rebuild
+/// lock next and runs its own loader (doc/cache.md, "Costs"). It runs on the guard's strand, and is cancelled
+/// (terminal) when its load is abandoned, times out or loses its rebuild lock. The guard keeps the callable alive until
+/// its coroutine returns, so a capturing lambda is fine, but it may run on after its own caller left (others still wait
+/// for it): capture by value, never the caller's locals by reference.
 using cache_loader = std::function<boost::asio::awaitable<std::optional<std::string>>()>;
 
 /// How get_or_load keeps values: their TTLs, null caching, jitter, background refresh, the load's deadline and the
