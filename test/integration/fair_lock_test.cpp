@@ -1,6 +1,6 @@
-// The fair lock on 1 and 3 real nodes (and 3 with one down): grants in arrival order across clients, dead
-// waiters that stop blocking within one waiter TTL however many there are, a live waiter never evicted,
-// cancelling leaves the queue at once, and an idle lock leaves no key behind.
+// The fair lock on 1 and 3 real nodes (and 3 with one down): grants in arrival order across clients, and in
+// ticket order across processes, dead waiters that stop blocking within one waiter TTL however many there are, a
+// live waiter never evicted, cancelling leaves the queue at once, and an idle lock leaves no key behind.
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -13,11 +13,20 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <common/fair_queue.hpp>
 #include <common/frozen_process.hpp>
+#include <common/helper_process.hpp>
 #include <common/lock_checks.hpp>
 #include <common/node_setups.hpp>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <common/subprocess.hpp>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+#include <sstream>
 #include <thread>
 
 namespace asio = boost::asio;
@@ -52,7 +61,7 @@ const std::string key = "fifo";
 // Waiters queued on node 0 (the queue's members, live or not yet dropped).
 std::size_t queued(const redlock::test::redis_node& node)
 {
-    return std::stoul(node.cli({"ZCARD", "{fifo}:queue"}));
+    return redlock::test::fair_queue_length(node, key);
 }
 
 std::string queue_dump(const redlock::test::redis_node& node)
@@ -132,6 +141,107 @@ BOOST_DATA_TEST_CASE(grants_follow_the_order_of_arrival_across_clients, setups, 
     BOOST_TEST(grants == expected, boost::test_tools::per_element());
 }
 
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text)
+{
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+}
+
+}  // namespace
+
+// 3 processes x 20 waiters, in 20 rounds: one waiter of each process asks at once (over 3 nodes their tickets may
+// tie, and the lower token goes first), and the next round starts once all three are queued on a quorum, so its
+// tickets must be higher. Then the holder releases: every grant, across the processes, follows the tickets the
+// queues hold.
+BOOST_DATA_TEST_CASE(grants_across_processes_follow_the_ticket_order, data::make({1, 3}), n)
+{
+    cluster nodes(static_cast<std::size_t>(n));
+    redlock::test::redis_node observer;  // the processes' start signals, and the order of the grants
+    constexpr int processes = 3, rounds = 20;
+    const auto dir = redlock::test::make_temp_dir("fair-processes-");
+    std::vector<std::unique_ptr<redlock::test::helper_process>> helpers;  // test/helpers/fair_waiter.cpp
+    for (int p = 0; p < processes; ++p)
+        helpers.push_back(std::make_unique<redlock::test::helper_process>(
+            "fair_waiter", dir, "waiter" + std::to_string(p),
+            std::vector<std::string>{redlock::test::comma_joined(nodes.urls()), observer.url(), key, std::to_string(p),
+                                     std::to_string(rounds)}));
+    std::map<std::string, int> round_of;
+    std::map<std::string, std::uint64_t> ticket_of;
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        redlock::mutex m(c, key, fair());
+        auto [ec, holder] = co_await m.async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+        for (int r = 0; r < rounds; ++r) {
+            // One script signals the processes at once.
+            std::vector<std::string> signal{"EVAL", "for _, k in ipairs(KEYS) do redis.call('RPUSH', k, 1) end",
+                                            std::to_string(processes)};
+            for (int p = 0; p < processes; ++p) signal.push_back("go:" + std::to_string(p));
+            observer.cli(signal);
+            const auto placed_by_now = static_cast<std::size_t>(processes * (r + 1));
+            std::set<std::string> placed;
+            for (const auto deadline = steady::now() + 5s;
+                 (placed = redlock::test::queued_on_quorum(nodes, key)).size() < placed_by_now;) {
+                if (steady::now() >= deadline)
+                    BOOST_FAIL("round " << r << ": " << placed.size() << " placed, " << queue_dump(nodes[0]));
+                co_await sleep_for(2ms);
+            }
+            BOOST_REQUIRE_EQUAL(placed.size(), placed_by_now);
+            for (const auto& token : placed) round_of.try_emplace(token, r);
+        }
+        // Each waiter's ticket: the same in every queue that holds it.
+        for (std::size_t i = 0; i < nodes.size(); ++i)
+            for (const auto& w : redlock::test::fair_queue(nodes[i], key)) {
+                const auto [it, fresh] = ticket_of.try_emplace(w.token, w.ticket);
+                BOOST_TEST(it->second == w.ticket, "node " << i << " queues " << w.token << " with another ticket");
+            }
+        co_await holder.async_release(use_tuple);
+    });
+    for (auto& h : helpers) {
+        const auto status = h->wait(30s);
+        BOOST_REQUIRE_MESSAGE(status != -1, "a process hangs: " << h->output());
+        BOOST_TEST(status == 0, h->output());
+        BOOST_TEST(h->field("granted") == rounds);
+    }
+    BOOST_REQUIRE_EQUAL(ticket_of.size(), static_cast<std::size_t>(processes * rounds));
+
+    // FIFO: every ticket of a round is above every ticket of the round before.
+    std::vector<std::uint64_t> lowest(rounds, std::numeric_limits<std::uint64_t>::max()), highest(rounds, 0);
+    for (const auto& [token, r] : round_of) {
+        const auto i = static_cast<std::size_t>(r);
+        lowest[i] = std::min(lowest[i], ticket_of.at(token));
+        highest[i] = std::max(highest[i], ticket_of.at(token));
+    }
+    for (std::size_t r = 1; r < lowest.size(); ++r)
+        BOOST_TEST(lowest[r] > highest[r - 1],
+                   "round " << r << " has ticket " << lowest[r] << ", round " << r - 1 << " had " << highest[r - 1]);
+
+    // The grants, in order, are the waiters by (ticket, token). Each is shown as "ticket token".
+    auto labelled = [&](const std::string& token) {
+        const auto it = ticket_of.find(token);
+        return (it == ticket_of.end() ? std::string("?") : std::to_string(it->second)) + " " + token;
+    };
+    std::vector<std::pair<std::uint64_t, std::string>> by_ticket;
+    for (const auto& [token, ticket] : ticket_of) by_ticket.emplace_back(ticket, token);
+    std::sort(by_ticket.begin(), by_ticket.end());
+    std::vector<std::string> expected;
+    std::size_t ties = 0;
+    for (std::size_t i = 0; i < by_ticket.size(); ++i) {
+        expected.push_back(labelled(by_ticket[i].second));
+        if (i > 0 && by_ticket[i].first == by_ticket[i - 1].first) ++ties;
+    }
+    BOOST_TEST_MESSAGE(ties << " waiters had the ticket of the one before them");
+    std::vector<std::string> grants;
+    for (const auto& token : lines_of(observer.cli({"LRANGE", "grants", "0", "-1"}))) grants.push_back(labelled(token));
+    BOOST_TEST(grants == expected, boost::test_tools::per_element());
+}
+
 // Waiters of a client whose process froze (its io_context stopped: no heartbeat, no leave) are queued ahead
 // of a live one. Once the holder releases, they stop blocking within one waiter TTL of their last heartbeat,
 // however many they are (not one TTL each).
@@ -187,15 +297,16 @@ BOOST_DATA_TEST_CASE(dead_waiters_ahead_stop_blocking_within_one_waiter_ttl, set
     });
 }
 
-// A waiter that waits far longer than its waiter TTL (its heartbeats keep it) keeps its place on every node,
-// sampled all along: a later waiter is not served before it.
+// A waiter that waits far longer than its waiter TTL (its heartbeats keep it: 30 s, thirty TTLs, on three nodes)
+// keeps its place on every node, sampled all along: a later waiter is not served before it.
 BOOST_DATA_TEST_CASE(a_live_waiter_is_never_evicted_however_long_it_waits, data::make({1, 3}), n)
 {
     cluster nodes(static_cast<std::size_t>(n));
 #ifdef REDLOCK_TEST_SANITIZED
-    constexpr auto hold = 10s;
+    const std::chrono::seconds hold = 10s;
 #else
-    constexpr auto hold = 20s;
+    // Thirty waiter TTLs on three nodes, twenty on one: the file stays well inside its ctest timeout.
+    const std::chrono::seconds hold = n == 3 ? 30s : 20s;
 #endif
     asio::io_context ctx;
     redlock::client c(ctx.get_executor(), configs(nodes));
@@ -204,8 +315,8 @@ BOOST_DATA_TEST_CASE(a_live_waiter_is_never_evicted_however_long_it_waits, data:
         ctx,
         [&]() -> asio::awaitable<void> {
             co_await c.async_connect(asio::use_awaitable);
-            // Twenty waiter TTLs (ten in sanitizer builds); not shorter: each sample runs redis-cli on this thread,
-            // which sends the heartbeats too.
+            // A waiter TTL of 1 s, not shorter: each sample runs redis-cli on this thread, which sends the heartbeats
+            // too.
             auto o = fair(90'000ms, 1000ms);
             o.watchdog = true;
             o.ttl = 3000ms;
