@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <common/fair_queue.hpp>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
 #include <common/subprocess.hpp>
@@ -310,15 +311,11 @@ BOOST_AUTO_TEST_CASE(unreachable_nodes_exit_69_when_the_wait_runs_out)
 
 namespace {
 
-// Waiters queued for the fair lock `key` on `node`.
-std::size_t fair_waiters(const redis_node& node, const std::string& key)
+// Until `n` waiters are queued for the fair lock `key` on a quorum of the nodes: the order binds them, so a waiter
+// that asks after that is served after them.
+bool until_placed(const cluster& nodes, const std::string& key, std::size_t n)
 {
-    return std::stoul(node.cli({"ZCARD", "{" + key + "}:queue"}));
-}
-
-bool until_fair_waiters(const redis_node& node, const std::string& key, std::size_t n)
-{
-    return wait_until([&] { return fair_waiters(node, key) == n; }, 5000ms);
+    return wait_until([&] { return queued_on_quorum(nodes, key).size() == n; }, 5000ms);
 }
 
 // `redlock exec --fair` in the background, running `script` under the lock.
@@ -359,7 +356,7 @@ BOOST_AUTO_TEST_CASE(fair_exec_serves_processes_in_the_order_they_arrived)
         std::vector<pid_t> pids;
         for (int i = 0; i < waiters; ++i) {
             pids.push_back(spawn_fair_exec(nodes, key, "echo " + std::to_string(i) + " >> " + order, log));
-            BOOST_REQUIRE_MESSAGE(until_fair_waiters(nodes[0], key, static_cast<std::size_t>(i + 1)),
+            BOOST_REQUIRE_MESSAGE(until_placed(nodes, key, static_cast<std::size_t>(i + 1)),
                                   "process " << i << " did not join the queue");
         }
         std::ofstream(go).put('\n');
@@ -376,33 +373,40 @@ BOOST_AUTO_TEST_CASE(fair_exec_serves_processes_in_the_order_they_arrived)
     }
 }
 
-// A waiter killed with SIGKILL at the head of the queue stops blocking the next within its waiter TTL.
+// A waiter killed with SIGKILL at the head of the queue stops blocking the next within its waiter TTL, on 1 and 3
+// nodes.
 BOOST_AUTO_TEST_CASE(a_fair_waiter_killed_at_the_head_stops_blocking_within_its_waiter_ttl)
 {
-    cluster nodes(1);
-    const auto dir = make_temp_dir("redlock-fair-");
-    const std::string key = "fifo";
-    const auto go = dir + "/go";
-    const auto log = dir + "/log";
-    auto holder = spawn_fair_exec(nodes, key, "while [ ! -e " + go + " ]; do sleep 0.02; done", log);
-    BOOST_REQUIRE(wait_until([&] { return nodes[0].cli({"EXISTS", key}) == "1"; }, 5000ms));
-    auto doomed = spawn_fair_exec(nodes, key, "true", log, {"--waiter-ttl", "1s"});
-    BOOST_REQUIRE(until_fair_waiters(nodes[0], key, 1));
-    auto next = spawn_fair_exec(nodes, key, "true", log, {"--waiter-ttl", "1s"});
-    BOOST_REQUIRE(until_fair_waiters(nodes[0], key, 2));
-    ::kill(doomed, SIGKILL);
-    const auto killed = steady_clock::now();
-    int status = 0;
-    BOOST_REQUIRE(wait_for_exit(doomed, 5000ms, &status));
-    std::ofstream(go).put('\n');
-    BOOST_REQUIRE(wait_for_exit(holder, 10'000ms, &status));
-    BOOST_REQUIRE(wait_for_exit(next, 10'000ms, &status));
-    BOOST_TEST(exit_status(status) == 0);
-    const auto took = elapsed_ms(killed);
-    BOOST_TEST_MESSAGE("the next waiter ran " << took << " ms after the head was killed");
-    BOOST_TEST(took < 1000 + 1000 / 3 + 1000, took << " ms");  // one waiter TTL, a heartbeat, and slack
-    BOOST_TEST(fair_waiters(nodes[0], key) == 0u);
-    std::filesystem::remove_all(dir);
+    for (std::size_t n : {1u, 3u}) {
+        BOOST_TEST_CONTEXT(n << " nodes")
+        {
+            cluster nodes(n);
+            const auto dir = make_temp_dir("redlock-fair-");
+            const std::string key = "fifo";
+            const auto go = dir + "/go";
+            const auto log = dir + "/log";
+            auto holder = spawn_fair_exec(nodes, key, "while [ ! -e " + go + " ]; do sleep 0.02; done", log);
+            BOOST_REQUIRE(wait_until([&] { return nodes[0].cli({"EXISTS", key}) == "1"; }, 5000ms));
+            auto doomed = spawn_fair_exec(nodes, key, "true", log, {"--waiter-ttl", "1s"});
+            BOOST_REQUIRE(until_placed(nodes, key, 1));  // so the next one's ticket is higher
+            auto next = spawn_fair_exec(nodes, key, "true", log, {"--waiter-ttl", "1s"});
+            BOOST_REQUIRE(until_placed(nodes, key, 2));
+            ::kill(doomed, SIGKILL);
+            const auto killed = steady_clock::now();
+            int status = 0;
+            BOOST_REQUIRE(wait_for_exit(doomed, 5000ms, &status));
+            std::ofstream(go).put('\n');
+            BOOST_REQUIRE(wait_for_exit(holder, 10'000ms, &status));
+            BOOST_REQUIRE(wait_for_exit(next, 10'000ms, &status));
+            BOOST_TEST(exit_status(status) == 0);
+            const auto took = elapsed_ms(killed);
+            BOOST_TEST_MESSAGE("the next waiter ran " << took << " ms after the head was killed");
+            BOOST_TEST(took < 1000 + 1000 / 3 + 1000, took << " ms");  // one waiter TTL, a heartbeat, and slack
+            for (std::size_t i = 0; i < n; ++i)  // the next one's leaving reaches the last node a moment later
+                BOOST_TEST(wait_until([&] { return fair_queue_length(nodes[i], key) == 0; }, 2000ms), "node " << i);
+            std::filesystem::remove_all(dir);
+        }
+    }
 }
 
 BOOST_AUTO_TEST_CASE(a_lock_held_by_another_owner_exits_75_when_the_wait_runs_out)
