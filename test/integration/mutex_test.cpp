@@ -1,5 +1,6 @@
 // The mutex on 1, 3 and 5 real nodes: acquire, extend, release, contention, ownership, multi-key, watchdog,
-// with_lock, cancellation and bad input.
+// with_lock, cancellation, bad input, and waiters woken by release messages (or, when a message is lost, by the
+// holder's TTL).
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -370,41 +371,6 @@ BOOST_AUTO_TEST_CASE(bad_input_fails_before_any_io)
     });
 }
 
-BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiting_client_at_once)
-{
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client a(ctx.get_executor(), configs(nodes));
-    redlock::client b(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await a.async_connect(asio::use_awaitable);
-        co_await b.async_connect(asio::use_awaitable);
-        redlock::mutex holder(a, "handoff", {.ttl = 30'000ms, .node_timeout = 500ms});
-        // Without the release message this waiter would sleep 5 s between attempts.
-        redlock::mutex waiter(
-            b, "handoff",
-            {.ttl = 30'000ms, .wait = 20'000ms, .node_timeout = 500ms, .retry_delay = 5000ms, .retry_jitter = 0ms});
-        auto held = co_await holder.async_lock(asio::use_awaitable);
-        std::optional<steady::time_point> acquired;
-        redlock::lease got;
-        waiter.async_lock([&](error_code ec, redlock::lease l) {
-            BOOST_TEST(!ec, ec.message());
-            acquired = steady::now();
-            got = std::move(l);
-        });
-        co_await sleep_for(300ms);  // the waiter was refused and subscribed
-        const auto released = steady::now();
-        co_await held.async_release(asio::use_awaitable);
-        for (int i = 0; i < 1000 && !acquired; ++i) co_await sleep_for(5ms);
-        BOOST_REQUIRE(acquired.has_value());
-        const auto handoff = *acquired - released;
-        BOOST_TEST_MESSAGE("handoff after release: "
-                           << std::chrono::duration_cast<std::chrono::microseconds>(handoff).count() << " us");
-        BOOST_TEST((handoff < 2000ms));
-        co_await got.async_release(asio::use_awaitable);
-    });
-}
-
 namespace {
 
 // The ids of the connections subscribed to something on `node` (CLIENT LIST: sub=N with N > 0).
@@ -432,13 +398,14 @@ std::string release_listeners(const redlock::test::redis_node& node, const std::
     return count;
 }
 
-// Until every running node has exactly one listener on the release channel of `key` (at most 5 s).
-asio::awaitable<bool> all_listening(const cluster& nodes, const std::string& key)
+// Until every running node has exactly `count` listeners (one, by default) on the release channel of `key` (at
+// most 5 s).
+asio::awaitable<bool> all_listening(const cluster& nodes, const std::string& key, std::string count = "1")
 {
     const auto deadline = steady::now() + 5s;
     for (;;) {
         bool all = true;
-        for (std::size_t i = 0; i < nodes.size(); ++i) all = all && release_listeners(nodes[i], key) == "1";
+        for (std::size_t i = 0; i < nodes.size(); ++i) all = all && release_listeners(nodes[i], key) == count;
         if (all) co_return true;
         if (steady::now() >= deadline) co_return false;
         co_await sleep_for(20ms);
@@ -503,6 +470,78 @@ std::vector<redlock::node_config> quick_health_checks(const cluster& nodes)
 }
 
 }  // namespace
+
+// Nothing disturbs the waiter: the release message wakes it at once (handoff_after checks the cause too: no timer
+// did), not its holder's 60 s TTL nor its 10 s retry delay.
+BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiting_client_at_once)
+{
+    cluster nodes(3);
+    asio::io_context ctx;
+    redlock::client a(ctx.get_executor(), configs(nodes));
+    redlock::client b(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        const auto handoff =
+            co_await handoff_after(a, b, nodes, "handoff", []() -> asio::awaitable<void> { co_return; });
+        BOOST_TEST((handoff < 2000ms), handoff.count() << " us");
+    });
+}
+
+// The waiter's connections are cut (a proxy in front of each node resets them, and every reconnect) and the holder
+// releases meanwhile: no release message reaches the waiter. It still gets the lock by the end of the holder's TTL
+// (when it looks again), not at its 10 s retry delay nor at the end of its wait: it never hangs.
+BOOST_DATA_TEST_CASE(a_release_during_a_subscription_outage_costs_at_most_the_holders_ttl, data::make({1, 3}), n)
+{
+    cluster nodes(static_cast<std::size_t>(n));
+    std::vector<std::unique_ptr<redlock::test::fault_proxy>> proxies;
+    std::vector<redlock::node_config> through_proxies;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        proxies.push_back(std::make_unique<redlock::test::fault_proxy>(nodes[i].port()));
+        through_proxies.push_back(redlock::test::fast_reconnecting(proxies.back()->url()));
+    }
+    auto set_mode = [&](redlock::test::fault_proxy::mode m) {
+        for (auto& p : proxies) p->set_mode(m);
+    };
+    constexpr auto ttl = 3000ms;
+    const std::string key = "outage";
+    asio::io_context ctx;
+    redlock::client a(ctx.get_executor(), configs(nodes));
+    redlock::client b(ctx.get_executor(), through_proxies);
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await a.async_connect(asio::use_awaitable);
+        co_await b.async_connect(asio::use_awaitable);
+        redlock::mutex holder(a, key, {.ttl = ttl, .node_timeout = 300ms});
+        redlock::mutex waiter(
+            b, key,
+            {.ttl = 10'000ms, .wait = 20'000ms, .node_timeout = 300ms, .retry_delay = 10'000ms, .retry_jitter = 0ms});
+        const auto locked = steady::now();  // the holder's keys expire at most `ttl` after this
+        auto held = co_await holder.async_lock(asio::use_awaitable);
+        std::optional<steady::time_point> acquired;
+        redlock::lease got;
+        redlock::diagnostics diag;
+        waiter.async_lock(diag, [&](error_code ec, redlock::lease l) {
+            BOOST_TEST(!ec, ec.message());
+            acquired = steady::now();
+            got = std::move(l);
+        });
+        BOOST_REQUIRE(co_await all_listening(nodes, key));  // refused and subscribed
+        set_mode(redlock::test::fault_proxy::mode::reset);
+        BOOST_REQUIRE_MESSAGE(co_await all_listening(nodes, key, "0"), "the waiter's subscriptions were not cut");
+        auto [release_ec] = co_await held.async_release(use_tuple);  // published to nobody
+        BOOST_TEST(!release_ec, release_ec.message());
+        co_await sleep_for(300ms);
+        BOOST_REQUIRE(!acquired.has_value());
+        set_mode(redlock::test::fault_proxy::mode::pass);
+        for (int i = 0; i < 2000 && !acquired; ++i) co_await sleep_for(5ms);  // 10 s: a hang, not a slow handoff
+        BOOST_REQUIRE_MESSAGE(acquired.has_value(), "the waiter hangs");
+        const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(*acquired - locked);
+        BOOST_TEST_MESSAGE("acquired " << took.count() << " ms after the holder locked; attempts "
+                                       << diag.waiting().attempts << ", woken by a release "
+                                       << diag.waiting().woken_by_release << ", timed retries "
+                                       << diag.waiting().timed_retries);
+        BOOST_TEST((took < ttl + 1000ms), took.count() << " ms");
+        co_await got.async_release(asio::use_awaitable);
+    });
+}
 
 // The waiter waits five health-check timeouts before the release: its subscribed connections must stay up
 // (answering the health check) and still deliver the release message.
