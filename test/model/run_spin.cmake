@@ -1,7 +1,7 @@
 # Model-checks a SPIN model (test/model/fencing.pml, fair_queue.pml) with SPIN, per protocol variant.
 #
 #   cmake -DSPIN=/usr/bin/spin -DCC=cc -DMODEL=/path/to/fencing.pml -DWORK_DIR=/tmp/spinwork \
-#         [-DVARIANTS=0,1,2,3] [-DLIVENESS=ON] [-DCONFIGS=...] [-DPAN_CFLAGS=-O1] [-DDEPTH=10000] \
+#         [-DVARIANTS=0,1,2,3] -DEXPECT=... [-DLIVENESS=ON] [-DCONFIGS=...] [-DPAN_CFLAGS=-O1] [-DDEPTH=10000] \
 #         -P run_spin.cmake
 #
 # For each variant N (VARIANTS, default 0;1;2;3; "," separates too) and each configuration (CONFIGS,
@@ -17,9 +17,14 @@
 # slower to run), ";" or "," separated.
 #
 # Variant 0, the protocol, must report "errors: 0" in every run, and every search must be exhaustive.
-# Every other variant is a negative control: it passes once one of its runs reports an assertion
-# violation, a non-progress cycle or an acceptance cycle (its remaining runs are skipped); its
-# counterexample is replayed and narrated (the model's "MSC:" lines).
+# Every other variant is a negative control, and EXPECT pins how it must fail: entries separated by "|",
+# "<variant>=<kind>[:<text>,<text>...]", kind one of assertion, non-progress, acceptance (an assertion
+# violation, a non-progress cycle, an acceptance cycle); with texts, the violated assertion's expression (as
+# pan prints it) must contain one of them, say the variable of the property it breaks. A negative control
+# passes once one of its runs reports that error (its remaining runs are skipped); a run that reports
+# any other error (another kind, another assertion, an invalid end state) fails it, since the broken
+# protocol must fail for the reason it was built to show, not for one that would hide it. Every
+# variant but 0 needs an entry. Counterexamples are replayed and narrated (the model's "MSC:" lines).
 
 foreach(var SPIN CC MODEL WORK_DIR)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
@@ -57,6 +62,31 @@ if(LIVENESS)
   list(APPEND modes liveness)
 endif()
 
+# EXPECT: expect_kind_<variant> (pan's words for the error) and expect_texts_<variant>.
+set(kind_assertion "assertion violated")
+set(kind_non-progress "non-progress cycle")
+set(kind_acceptance "acceptance cycle")
+if(DEFINED EXPECT AND NOT "${EXPECT}" STREQUAL "")
+  string(REPLACE "|" ";" expect_entries "${EXPECT}")
+  foreach(entry ${expect_entries})
+    if(NOT entry MATCHES "^([0-9]+)=(assertion|non-progress|acceptance)(:.+)?$")
+      message(FATAL_ERROR "run_spin.cmake: EXPECT entry \"${entry}\" is not "
+        "<variant>=<assertion|non-progress|acceptance>[:<text>,...]")
+    endif()
+    set(n "${CMAKE_MATCH_1}")
+    set(kind "${CMAKE_MATCH_2}")
+    set(texts "${CMAKE_MATCH_3}")
+    set(expect_kind_${n} "${kind_${kind}}")
+    string(REGEX REPLACE "^:" "" texts "${texts}")
+    string(REPLACE "," ";" expect_texts_${n} "${texts}")
+  endforeach()
+endif()
+foreach(variant ${VARIANTS})
+  if(NOT variant EQUAL 0 AND NOT DEFINED expect_kind_${variant})
+    message(FATAL_ERROR "run_spin.cmake: EXPECT does not say how negative control ${variant} must fail")
+  endif()
+endforeach()
+
 get_filename_component(model_name "${MODEL}" NAME)
 
 # run(<step> <dir> <out-var> COMMAND...): runs a command, fails with its output if it fails.
@@ -73,7 +103,16 @@ set(failures "")
 foreach(variant ${VARIANTS})
   set(vdir "${WORK_DIR}/variant_${variant}")
   file(REMOVE_RECURSE "${vdir}")
-  set(violated FALSE)
+  set(violated FALSE)  # a negative control failed as it must
+  set(wrong FALSE)     # it failed otherwise
+  set(expected "")
+  if(NOT variant EQUAL 0)
+    set(expected "${expect_kind_${variant}}")
+    if(expect_texts_${variant})
+      list(JOIN expect_texts_${variant} " or " texts)
+      string(APPEND expected " on ${texts}")
+    endif()
+  endif()
   foreach(config ${configs})
     # "DOWN=2,HOLDER=1" -> -DDOWN=2 -DHOLDER=1
     set(defines "")
@@ -97,8 +136,8 @@ foreach(variant ${VARIANTS})
       set(config_id "${config_id}_")
     endif()
     foreach(mode ${config_modes})
-      if(violated)
-        break()  # a negative control that already failed as it must
+      if(violated OR wrong)
+        break()  # a negative control that already failed, as it must or not
       endif()
       set(dir "${vdir}/${config_id}${mode}")
       file(MAKE_DIRECTORY "${dir}")
@@ -141,21 +180,41 @@ foreach(variant ${VARIANTS})
       endif()
       message(STATUS "${what}: errors: ${errors}, ${states} states stored, ${seconds} s, ${memory} MB")
 
-      # The error lines ("pan:1: assertion violated ...", "pan:1: non-progress cycle (at depth n)"), not
-      # the header's list of what was searched for ("non-progress cycles +").
-      set(expected_kind "")
-      if(report MATCHES "pan:[0-9]+: (assertion violated|non-progress cycle|acceptance cycle)")
-        set(expected_kind "${CMAKE_MATCH_1}")
+      # The first error line ("pan:1: assertion violated ((ahead[c]& ~(gone))==0) (at depth 92)", "pan:1:
+      # non-progress cycle (at depth 4)", "pan:1: invalid end state (at depth 7)"), not the header's list of
+      # what was searched for ("non-progress cycles +").
+      set(error_line "")
+      if(report MATCHES "pan:[0-9]+: ([^\n]*)")
+        set(error_line "${CMAKE_MATCH_1}")
       endif()
       if(variant EQUAL 0)
         if(NOT errors EQUAL 0)
-          list(APPEND failures "${what} (the protocol) has ${errors} error(s)")
+          list(APPEND failures "${what} (the protocol) has ${errors} error(s): ${error_line}")
         elseif(report MATCHES "depth too small|out of memory|search not completed|max search depth")
           list(APPEND failures "${what}: the search was not exhaustive")
         endif()
-      elseif(NOT errors EQUAL 0 AND expected_kind)
-        set(violated TRUE)
-        message(STATUS "${what}: ${expected_kind}, as this negative control must")
+      elseif(NOT errors EQUAL 0)
+        set(as_pinned FALSE)
+        string(FIND "${error_line}" "${expect_kind_${variant}}" at)
+        if(at EQUAL 0)
+          set(as_pinned TRUE)
+          if(expect_texts_${variant})
+            set(as_pinned FALSE)
+            foreach(text ${expect_texts_${variant}})
+              string(FIND "${error_line}" "${text}" at)
+              if(NOT at EQUAL -1)
+                set(as_pinned TRUE)
+              endif()
+            endforeach()
+          endif()
+        endif()
+        if(as_pinned)
+          set(violated TRUE)
+          message(STATUS "${what}: ${expected}, as this negative control must")
+        else()
+          set(wrong TRUE)
+          list(APPEND failures "${what}: \"${error_line}\", but this negative control must fail with ${expected}")
+        endif()
       endif()
 
       # Narrate a counterexample (the expected one of a negative control, or a bug in variant 0).
@@ -174,9 +233,8 @@ foreach(variant ${VARIANTS})
       endif()
     endforeach()
   endforeach()
-  if(NOT variant EQUAL 0 AND NOT violated)
-    list(APPEND failures
-      "variant ${variant} (a negative control) found no assertion violation, non-progress or acceptance cycle")
+  if(NOT variant EQUAL 0 AND NOT violated AND NOT wrong)
+    list(APPEND failures "variant ${variant} (a negative control) found no ${expected}")
   endif()
 endforeach()
 
