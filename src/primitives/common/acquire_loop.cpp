@@ -100,6 +100,7 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
         if (!result.failure) co_return end({}, std::move(result.granted));
         if (result.failure == asio::error::operation_aborted) co_return aborted();
 
+        if (result.conclusive) co_return end(result.failure, nullptr);
         if (clock::now() >= plan.wait_until) {
             if (diag && !wakeups.refusal().empty() && n > 1)
                 access::set_client_message(*diag, std::string(diag->client_message()) + "; " + wakeups.refusal());
