@@ -116,7 +116,8 @@ public:
     }
 
     /// Sets the limit on every node, for every user of the semaphore. A larger limit wakes the waiters at once; a
-    /// smaller one never revokes permits held (new ones are granted once the holders fit under it). The nodes
+    /// smaller one never revokes permits held (new ones are granted once the holders fit under it), and wakes the
+    /// waiters too: one that asks for more than it fails at once (error::exceeds_limit). The nodes
     /// keep it as long as the semaphore is in use (its keys expire when idle; then the next acquire sets the limit
     /// it names: change the limit your code passes too). Succeeds only when every node applied it (its quorum is
     /// N): error::no_quorum otherwise, and `diag.nodes()` names the nodes that did not (they keep their limit;
