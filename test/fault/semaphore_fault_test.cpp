@@ -161,7 +161,7 @@ long grants_within(const redis_node& observer, const window& w)
 BOOST_DATA_TEST_CASE(never_more_than_limit_holders_under_killed_holders_and_node_faults,
                      data::make({shape{1, 3, false}, shape{3, 2, false}, shape{5, 2, false}, shape{3, 2, true}}), s)
 {
-    constexpr auto duration = 6500ms;  // the faults end by 1.5 s + worker_ttl + 2.6 s
+    constexpr auto duration = 7000ms;  // the faults end by 1.5 s + worker_ttl + 3.6 s
     redlock::test::node_options persistent;
     persistent.persistence = true;  // a restarted node keeps the permits it granted
     cluster nodes(static_cast<std::size_t>(s.nodes), persistent);
@@ -191,13 +191,13 @@ BOOST_DATA_TEST_CASE(never_more_than_limit_holders_under_killed_holders_and_node
         at(worker_ttl + 100ms);
         nodes[last].pause();
         paused.from = wall_ms() + 5;  // SIGSTOP takes effect as the node is next scheduled: well within 5 ms
-        at(worker_ttl + 1100ms);
+        at(worker_ttl + 2100ms);      // 2 s: grants under a silent node come in bursts (split votes wait for it)
         paused.to = wall_ms();
         nodes[last].resume();
-        at(worker_ttl + 1600ms);
+        at(worker_ttl + 2600ms);
         nodes[last - 1].kill();  // reaped: down from here
         down.from = wall_ms();
-        at(worker_ttl + 2600ms);
+        at(worker_ttl + 3600ms);
         down.to = wall_ms();
         nodes[last - 1].restart();
     }
@@ -242,8 +242,15 @@ BOOST_DATA_TEST_CASE(never_more_than_limit_holders_under_killed_holders_and_node
         BOOST_TEST_MESSAGE(s << ": " << in_pause << " grants while a node was paused, " << in_kill
                              << " while one was down");
         if (s.failures_tolerated() > 0) {
-            BOOST_TEST(in_pause > 0);
             BOOST_TEST(in_kill > 0);
+            // Per second, a silent node costs at most 4 times what a dead one does. (A client's coroutines that
+            // won back their own nodes after every split, in step, left a few grants in 2 s, against ~100 a second
+            // with the node dead.)
+            const auto pause_s = static_cast<double>(paused.to - paused.from) / 1000.0;
+            const auto down_s = static_cast<double>(down.to - down.from) / 1000.0;
+            BOOST_TEST(
+                static_cast<double>(in_pause) / pause_s >= static_cast<double>(in_kill) / down_s / 4,
+                in_pause << " grants in " << pause_s << " s paused, " << in_kill << " in " << down_s << " s down");
         } else {
             BOOST_TEST(in_pause == 0);
             BOOST_TEST(in_kill == 0);
