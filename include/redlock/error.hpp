@@ -30,11 +30,16 @@ enum class error {
     stale_token,           ///< a fenced write carried a fencing token below one the resource already accepted
     rate_limited,          ///< a rate limiter had no room for the call within its wait
     load_failed,           ///< a cache loader threw something other than a system_error (its text: diagnostics)
+    /// a semaphore request for more permits than the limit the nodes store (a set_limit, or the process that
+    /// created the semaphore, made it smaller than the caller's): no wait can grant it, so it fails at once (the
+    /// stored limit: diagnostics)
+    exceeds_limit,
 };
 
 /// Classes of errors, for `ec == redlock::condition::timeout` style tests.
 enum class condition {
-    not_acquired = 1,  ///< the lock is held by someone else (not_acquired), or a limiter has no room (rate_limited)
+    not_acquired = 1,  ///< the lock is held by someone else (not_acquired), a limiter has no room (rate_limited),
+                       ///< or a semaphore has not that many permits (exceeds_limit)
     timeout,           ///< a deadline expired (ours, or an Asio/OS timeout)
     connection,        ///< the node (or a quorum of nodes) could not be reached, or the link broke (ours and OS errors)
     protocol,          ///< malformed bytes from the peer (protocol_error and every RESP parser error)

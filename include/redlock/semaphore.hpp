@@ -74,9 +74,12 @@ public:
     /// min_validity; each node admits when the permits held there (expired ones dropped, by its own clock) plus
     /// these fit its limit. A failed attempt gives back what it got. Waiters sleep until a release message (one
     /// per permit freed) or until enough permits expire, never on a fixed poll. Errors: not_acquired (no room
-    /// when the wait ran out), no_quorum, timeout (granted too late), invalid_argument (before any I/O: an empty
-    /// name, a limit outside [1, max_limit], permits outside [1, limit], fencing, bad options); `diag.nodes()`
-    /// tells what each node answered in the last attempt.
+    /// when the wait ran out), exceeds_limit (at once, without waiting: `permits` is above the limit the nodes
+    /// store, which a set_limit or another process made smaller than this handle's; too many nodes refused for it
+    /// for a quorum to grant; `diag.message()` gives the stored limit; a fair waiter leaves the queue), no_quorum,
+    /// timeout (granted too late), invalid_argument (before any I/O: an empty name, a limit outside
+    /// [1, max_limit], permits outside [1, limit], fencing, bad options); `diag.nodes()` tells what each node
+    /// answered in the last attempt.
     /// Signature: void(error_code, permit). Cancellation: terminal, partial and total; completes promptly and
     /// gives back anything a node may have granted.
     template <boost::asio::completion_token_for<void(error_code, permit)> Token = boost::asio::deferred_t>
@@ -94,7 +97,8 @@ public:
     {
         return initiate_acquire(1, false, nullptr, std::forward<Token>(token));
     }
-    /// One attempt: error::not_acquired at once when there is no room.
+    /// One attempt: error::not_acquired at once when there is no room (exceeds_limit when `permits` is above the
+    /// stored limit).
     template <boost::asio::completion_token_for<void(error_code, permit)> Token = boost::asio::deferred_t>
     auto async_try_acquire(std::int64_t permits, diagnostics& diag, Token&& token = {})
     {
@@ -112,7 +116,8 @@ public:
     }
 
     /// Sets the limit on every node, for every user of the semaphore. A larger limit wakes the waiters at once; a
-    /// smaller one never revokes permits held (new ones are granted once the holders fit under it). The nodes
+    /// smaller one never revokes permits held (new ones are granted once the holders fit under it), and wakes the
+    /// waiters too: one that asks for more than it fails at once (error::exceeds_limit). The nodes
     /// keep it as long as the semaphore is in use (its keys expire when idle; then the next acquire sets the limit
     /// it names: change the limit your code passes too). Succeeds only when every node applied it (its quorum is
     /// N): error::no_quorum otherwise, and `diag.nodes()` names the nodes that did not (they keep their limit;

@@ -30,6 +30,7 @@ struct acquire_failures {
     std::uint64_t timeout = 0;           ///< granted too late (validity below the minimum)
     std::uint64_t cancelled = 0;         ///< the caller cancelled
     std::uint64_t invalid_argument = 0;  ///< refused before any I/O
+    std::uint64_t exceeds_limit = 0;     ///< more permits asked than a semaphore's stored limit
     std::uint64_t other = 0;
 };
 

@@ -49,6 +49,8 @@ public:
                 return "rate limited: no room for the call within the wait";
             case error::load_failed:
                 return "the cache loader failed";
+            case error::exceeds_limit:
+                return "more permits asked than the semaphore's limit stored on the nodes";
         }
         return "redlock error " + std::to_string(ev);
     }
@@ -58,6 +60,7 @@ public:
         switch (static_cast<error>(ev)) {
             case error::not_acquired:
             case error::rate_limited:
+            case error::exceeds_limit:
                 return condition::not_acquired;
             case error::timeout:
                 return condition::timeout;
@@ -92,7 +95,7 @@ public:
     {
         switch (static_cast<condition>(ev)) {
             case condition::not_acquired:
-                return "the lock or the rate limiter's room was not acquired";
+                return "the lock, the rate limiter's room or the semaphore's permits were not acquired";
             case condition::timeout:
                 return "a deadline expired";
             case condition::connection:

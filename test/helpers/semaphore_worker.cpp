@@ -3,7 +3,10 @@
 //
 // Usage: helper_semaphore_worker NODE_URLS OBSERVER_URL NAME LIMIT COROUTINES DURATION_MS [fair]
 //   NODE_URLS     comma-separated semaphore nodes
-//   OBSERVER_URL  where holders register: ZADD NAME:holders <end of validity, wall-clock ms> <holder>
+//   OBSERVER_URL  where holders register: ZADD NAME:holders <end of validity, wall-clock ms> <holder>, the holder
+//                 being "<pid>:<coroutine>:<n>:<permit id>"; and every grant: ZADD NAME:grants <wall-clock ms now>
+//                 "<wall-clock ms when the try-acquire was called> <holder>", so the test can tell the grants
+//                 whose whole attempt fell inside a fault
 // Each holder registers when granted, counts the registered holders whose validity has not ended (itself
 // included), holds a few ms, unregisters and releases. A holder killed meanwhile stays registered until its
 // validity ends: its permit may be taken only after that. A count above LIMIT is an overlap.
@@ -66,6 +69,7 @@ asio::awaitable<void> holder(run& r, int index)
     const auto me = std::to_string(getpid()) + ":" + std::to_string(index);
     redlock::semaphore s(r.client, r.name, r.limit, r.options);
     for (long n = 0; std::chrono::steady_clock::now() < r.end; ++n) {
+        const auto called = wall_ms();
         auto [ec, p] = co_await s.async_try_acquire(use_tuple);
         if (ec) {
             if (ec != redlock::error::not_acquired) ++r.acquire_failures;
@@ -73,14 +77,16 @@ asio::awaitable<void> holder(run& r, int index)
             continue;
         }
         ++r.grants;
-        const auto id = me + ":" + std::to_string(n);
-        const auto valid_end = wall_ms() + p.validity().count();
+        const auto id = me + ":" + std::to_string(n) + ":" + p.id();
+        const auto now = wall_ms();
+        const auto valid_end = now + p.validity().count();
         redlock::request reg;
         reg.push("ZADD", r.name + ":holders", valid_end, id);
-        reg.push("ZCOUNT", r.name + ":holders", "(" + std::to_string(wall_ms()), "+inf");
+        reg.push("ZCOUNT", r.name + ":holders", "(" + std::to_string(now), "+inf");
+        reg.push("ZADD", r.name + ":grants", now, std::to_string(called) + " " + id);
         redlock::response seen;
         auto [e1] = co_await r.observer.async_exec(reg, seen, use_tuple);
-        if (e1 || seen.size() != 2 || !seen[1].as_integer()) {
+        if (e1 || seen.size() != 3 || !seen[1].as_integer()) {
             std::fprintf(stderr, "observer: %s\n", e1 ? e1.message().c_str() : "unexpected reply");
             r.failed = true;
             co_return;

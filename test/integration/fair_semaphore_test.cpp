@@ -1,6 +1,6 @@
 // The fair semaphore on 1, 3 and 5 real nodes (one down): permits in the order of arrival across clients, a
-// request of several permits at the head that waits and holds back those behind it, and dead waiters that stop
-// blocking within one waiter TTL.
+// request of several permits at the head that waits and holds back those behind it, dead waiters that stop
+// blocking within one waiter TTL, and a live waiter that keeps its place for many of its TTLs.
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -171,6 +171,57 @@ BOOST_AUTO_TEST_CASE(a_request_of_several_permits_at_the_head_waits_and_holds_ba
         BOOST_TEST(order == (std::vector<std::string>{"head", "behind"}), boost::test_tools::per_element());
         co_await head.async_release(use_tuple);
         co_await behind.async_release(use_tuple);
+    });
+}
+
+// The other side of dropping dead waiters: a live one is never dropped, however long it waits. A waiter with a
+// waiter TTL of 600 ms waits 3.5 s (almost six of its TTLs) behind a held permit, with another waiter queued behind
+// it: its heartbeats keep it first on every node, and it is served first. (A waiter that slept until the holder's
+// TTL without heartbeating, or whose heartbeat did not refresh its entry, would be dropped and served after the
+// other one.)
+BOOST_DATA_TEST_CASE(a_live_waiter_keeps_its_place_however_long_it_waits, data::make({1, 3}), n)
+{
+    cluster nodes(static_cast<std::size_t>(n));
+    asio::io_context ctx;
+    redlock::client holder(ctx.get_executor(), configs(nodes));
+    redlock::client first_client(ctx.get_executor(), configs(nodes));
+    redlock::client second_client(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        for (auto* c : {&holder, &first_client, &second_client}) co_await c->async_connect(asio::use_awaitable);
+        auto [ec, held] = co_await redlock::semaphore(holder, name, 1, fair()).async_acquire(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+        auto short_lived = fair(600ms);
+        short_lived.node_timeout = 150ms;  // below waiter_ttl / 3
+        std::vector<std::string> order;
+        redlock::permit first, second;
+        redlock::semaphore(first_client, name, 1, short_lived).async_acquire([&](error_code e, redlock::permit p) {
+            BOOST_TEST(!e, e.message());
+            order.push_back("first");
+            first = std::move(p);
+        });
+        BOOST_REQUIRE(co_await until_queued(nodes[0], 1));
+        const auto first_member = nodes[0].cli({"ZRANGE", queue_key, "0", "0"});
+        redlock::semaphore(second_client, name, 1, fair()).async_acquire([&](error_code e, redlock::permit p) {
+            BOOST_TEST(!e, e.message());
+            order.push_back("second");
+            second = std::move(p);
+        });
+        BOOST_REQUIRE(co_await until_queued(nodes[0], 2));
+        co_await sleep_for(3500ms);
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+            BOOST_TEST(queued(nodes[i]) == 2u, "node " << i);
+            BOOST_TEST(nodes[i].cli({"ZRANGE", queue_key, "0", "0"}) == first_member, "node " << i);
+        }
+        BOOST_TEST(order.empty());
+        co_await held.async_release(use_tuple);
+        while (order.empty()) co_await sleep_for(2ms);
+        BOOST_TEST(order.front() == "first");
+        BOOST_TEST(first.id() == first_member);
+        co_await sleep_for(100ms);
+        BOOST_TEST(order.size() == 1u);  // the second waits for the first's permit
+        co_await first.async_release(use_tuple);
+        while (order.size() < 2) co_await sleep_for(2ms);
+        co_await second.async_release(use_tuple);
     });
 }
 

@@ -95,11 +95,22 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
             const auto sent = clock::now();
             result = co_await attempt(n);
             attempt_took = clock::now() - sent;
+            // A split vote undone while another coroutine of this client waits for the gate: handed the gate at
+            // once, its attempt would follow this one's clean-up on the same connections, win the same nodes back
+            // and split again in step with the other contender; with a silent node every split waits for its
+            // deadline, and grants all but stop. Holding the gate a random moment of up to one attempt lets
+            // another client take those nodes.
+            if (result.failure && result.refused && !result.granted_on.empty() && gate.contended()) {
+                asio::steady_timer hold(client->strand());
+                hold.expires_after(std::chrono::duration_cast<clock::duration>(attempt_took * unit_random()));
+                co_await hold.async_wait(asio::as_tuple(asio::use_awaitable));
+            }
             if (!result.failure || result.refused) watcher.acting_on_release = false;  // it had its answer
         }  // the outcome is known: the client's next waiter may try
         if (!result.failure) co_return end({}, std::move(result.granted));
         if (result.failure == asio::error::operation_aborted) co_return aborted();
 
+        if (result.conclusive) co_return end(result.failure, nullptr);
         if (clock::now() >= plan.wait_until) {
             if (diag && !wakeups.refusal().empty() && n > 1)
                 access::set_client_message(*diag, std::string(diag->client_message()) + "; " + wakeups.refusal());

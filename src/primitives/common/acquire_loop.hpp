@@ -25,6 +25,9 @@ struct attempt_result {
     error_code failure;                    ///< clear: granted
     std::shared_ptr<lease_state> granted;  ///< when granted
     bool refused = false;                  ///< another owner answered: its release is worth waiting for
+    /// No wait can change the answer (a semaphore asked for more permits than the nodes' limit): the loop ends
+    /// with `failure` at once.
+    bool conclusive = false;
     /// When the lock may become free without a release message: the shortest remaining TTL among those owners
     /// (a fair lock: or when a waiter ahead of us drops out if it stops heartbeating).
     std::optional<std::chrono::milliseconds> holder_ttl;
@@ -49,8 +52,9 @@ struct acquire_plan {
 /// that takes its state by value.
 using attempt_fn = std::function<boost::asio::awaitable<attempt_result>(std::uint64_t n)>;
 
-/// Runs attempts until one is granted, the wait deadline passes (the last failure), or the caller is
-/// cancelled (operation_aborted). `diag` may be null; attempts fill it in, and the loop its wait_summary.
+/// Runs attempts until one is granted, the wait deadline passes (the last failure), an attempt's failure is
+/// conclusive, or the caller is cancelled (operation_aborted). `diag` may be null; attempts fill it in, and the loop
+/// its wait_summary.
 ///
 /// The waiter is registered for release messages before its first attempt; a refused waiter whose channels
 /// were not yet subscribed on enough nodes subscribes, waits for the confirmations and checks again (a release

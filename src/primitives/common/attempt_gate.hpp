@@ -22,6 +22,12 @@ public:
     boost::asio::awaitable<bool> enter(const std::string& id, boost::asio::steady_timer& timer);
     /// Frees the gate, or hands it to the longest waiting.
     void leave(const std::string& id);
+    /// Another coroutine waits for the gate `id`.
+    bool contended(const std::string& id) const
+    {
+        auto it = gates_.find(id);
+        return it != gates_.end() && !it->second.empty();
+    }
 
 private:
     std::unordered_map<std::string, std::vector<boost::asio::steady_timer*>> gates_;  // taken gates, their waiters
@@ -46,6 +52,8 @@ public:
         held_ = co_await gates_.enter(id_, timer);
         co_return held_;
     }
+    /// Held, and another coroutine waits for it.
+    bool contended() const { return held_ && gates_.contended(id_); }
     void leave()
     {
         if (held_) gates_.leave(id_);

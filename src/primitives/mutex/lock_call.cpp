@@ -209,7 +209,14 @@ asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call
                       : decide_acquire(result->tally, until - clock::now(), o.min_validity);
     out.refused = result->tally.no() > 0;
     out.holder_ttl = shortest_holder_ttl(*call, *result);
-    if (out.failure && call->diag) {
+    std::string beyond_reach = out.failure && call->beyond_reach ? call->beyond_reach(*call, *result) : "";
+    if (!beyond_reach.empty()) {
+        out.failure = make_error_code(error::exceeds_limit);
+        out.conclusive = true;
+    }
+    if (out.conclusive && call->diag) {
+        access::set_client_message(*call->diag, std::move(beyond_reach));
+    } else if (out.failure && call->diag) {
         access::set_client_message(
             *call->diag, out.failure == error::timeout
                              ? "a quorum granted, but only after " +

@@ -42,6 +42,10 @@ struct lock_call {
     /// A semaphore: the limit the caller names (a node without one takes it) and the permits this call asks for.
     std::int64_t limit = 0;
     std::int64_t permits = 1;
+    /// A refused attempt that no wait can turn into a grant (a semaphore's permits above the limit the refusing
+    /// nodes store): why, for the diagnostics, and the call ends at once with error::exceeds_limit. Null, or an
+    /// empty answer: the refusal may pass.
+    std::string (*beyond_reach)(const lock_call& call, const fan_out_state& answers) = nullptr;
     /// A fair call: the acquire of a waiter holding `ticket` (0: none yet; `take_ticket`: a single node hands one
     /// out when it refuses).
     request (*fair_acquire)(const lock_call& call, std::uint64_t ticket, bool take_ticket) = nullptr;

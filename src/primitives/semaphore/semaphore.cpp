@@ -37,6 +37,32 @@ std::size_t quorum_from_reports(const lock_call& call, const fan_out_state& answ
     return quorum_of(answers.replies.size(), largest >= 1 ? largest : call.limit);
 }
 
+// More nodes than may fail refused because the permits asked are above the limit they store (a set_limit lowered
+// it): no quorum can grant them while those limits stand, and waiting would only hold a fair queue back. Says so
+// with the stored limit; empty when a refusal may still pass.
+std::string permits_above_stored_limit(const lock_call& call, const fan_out_state& answers)
+{
+    std::size_t below = 0;
+    std::int64_t least = 0, most = 0;  // the limits those nodes store
+    for (std::size_t i = 0; i < answers.replies.size(); ++i) {
+        if (!answers.answered(i) || answers.votes[i] != vote::no) continue;
+        const auto limit = semaphore_scripts::reported_limit(answers.replies[i]);
+        if (!limit || *limit >= call.permits) continue;
+        least = below == 0 ? *limit : std::min(least, *limit);
+        most = std::max(most, *limit);
+        ++below;
+    }
+    const auto nodes = answers.replies.size();
+    const auto quorum = answers.tally.quorum();
+    if (below == 0 || below + quorum <= nodes) return {};
+    const auto stored = least == most ? "a limit of " + std::to_string(most)
+                                      : "limits of " + std::to_string(least) + " to " + std::to_string(most);
+    return std::to_string(call.permits) + " permits asked, but " + std::to_string(below) + " of " +
+           std::to_string(nodes) + " nodes store " + stored + " (this semaphore names " + std::to_string(call.limit) +
+           "; async_set_limit changes the stored one); a grant needs " + std::to_string(quorum) +
+           " nodes, so none is possible until the limit is raised";
+}
+
 std::string invalid_semaphore_arguments(const client_impl& client, const std::string& name, std::int64_t limit,
                                         std::int64_t permits, const semaphore_options& o)
 {
@@ -106,6 +132,7 @@ asio::awaitable<std::tuple<error_code, permit>> acquire(std::shared_ptr<client_i
     call->permits = permits;
     call->quorum = quorum_of(client->nodes().size(), limit);
     call->quorum_from = quorum_from_reports;
+    call->beyond_reach = permits_above_stored_limit;
     auto plan = make_plan(call->keys, o, one_attempt);
     const bool waits = !one_attempt && o.wait > ms(0);
     attempt_fn attempts;  // named, not a temporary inside the co_await (g++ 12)

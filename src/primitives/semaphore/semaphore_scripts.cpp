@@ -223,7 +223,9 @@ local new, channel, change = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local old = tonumber(redis.call('GET', limit_key) or '0') or 0
 local life = math.max(redis.call('PTTL', holders), redis.call('PTTL', limit_key), tonumber(ARGV[4]))
 redis.call('SET', limit_key, ARGV[1], 'PX', life)
-if new > old then
+-- Every waiter looks again: a larger limit may let it in, a smaller one may put its request above the limit (it
+-- then fails at once rather than sleep until its wait ends).
+if new ~= old then
   redis.pcall('PUBLISH', channel, change .. '\n+*')
   local now = server_now()
   drop_dead(queue, alive, now)

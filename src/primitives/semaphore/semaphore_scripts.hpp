@@ -58,8 +58,9 @@ const script& release();
 /// it freed units or we left from the front. Returns the units removed.
 const script& fair_release();
 /// KEYS: the permits' set, the limit, queue, alive. ARGV: new limit, release channel, change id, the least TTL of
-/// the limit key (ms). Sets the limit, keeping it as long as the permits live; a larger limit wakes every waiter
-/// ("+*") and the first fair waiter. Returns the previous limit, 0 when there was none.
+/// the limit key (ms). Sets the limit, keeping it as long as the permits live; a changed limit wakes every waiter
+/// ("+*") and the first fair waiter (larger: they may fit now; smaller: a request above it fails at once). Returns
+/// the previous limit, 0 when there was none.
 const script& set_limit();
 
 std::string limit_key(const std::string& name);

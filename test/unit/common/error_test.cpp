@@ -13,6 +13,8 @@ BOOST_AUTO_TEST_CASE(library_errors_map_to_conditions)
     BOOST_TEST(make_error_code(error::timeout) == condition::timeout);
     BOOST_TEST(make_error_code(error::not_acquired) == condition::not_acquired);
     BOOST_TEST(make_error_code(error::rate_limited) == condition::not_acquired);
+    BOOST_TEST(make_error_code(error::exceeds_limit) == condition::not_acquired);
+    BOOST_TEST(make_error_code(error::exceeds_limit) != error::not_acquired);  // told apart where it matters
     BOOST_TEST(make_error_code(error::not_connected) == condition::connection);
     BOOST_TEST(make_error_code(error::connection_lost) == condition::connection);
     BOOST_TEST(make_error_code(error::no_quorum) == condition::connection);
@@ -32,6 +34,6 @@ BOOST_AUTO_TEST_CASE(socket_and_parser_errors_map_to_conditions)
 BOOST_AUTO_TEST_CASE(every_error_has_a_message_and_the_category_a_name)
 {
     BOOST_TEST(std::string(redlock::error_category().name()) == "redlock");
-    for (int e = static_cast<int>(error::invalid_argument); e <= static_cast<int>(error::load_failed); ++e)
+    for (int e = static_cast<int>(error::invalid_argument); e <= static_cast<int>(error::exceeds_limit); ++e)
         BOOST_TEST(make_error_code(static_cast<error>(e)).message().find("redlock error") == std::string::npos);
 }

@@ -35,6 +35,25 @@ resp::value refused(std::int64_t limit)
 {
     return array({integer(0), integer(60'000), integer(limit), integer(limit)});
 }
+// A node whose stored limit is below the permits asked: no expiry can make room (-1).
+resp::value refused_above(std::int64_t limit)
+{
+    return array({integer(0), integer(-1), integer(0), integer(limit)});
+}
+// The fair acquire names the queue's keys too; its refusal is {0, wait, counter, ticket, limit}.
+bool fair_acquire_request(const exec_record& r)
+{
+    return r.keys.size() == 5 && r.keys[1].ends_with(":limit");
+}
+resp::value fair_refused_above(std::int64_t limit)
+{
+    return array({integer(0), integer(-1), bulk("0"), bulk("0"), integer(limit)});
+}
+// A fair waiter that gives up: the fair release with its "leave the queue" flag.
+bool leaves_queue(const exec_record& r)
+{
+    return r.keys.size() == 3 && r.args.size() == 4 && r.args[3] == "1";
+}
 
 semaphore_options quick()
 {
@@ -126,6 +145,101 @@ BOOST_AUTO_TEST_CASE(a_refused_attempt_gives_back_nothing_where_it_was_refused)
         BOOST_TEST(releases(r, 0) == 1u);
         BOOST_TEST(releases(r, 1) == 0u);
         BOOST_TEST(releases(r, 2) == 0u);
+    });
+}
+
+// Another process shrank the limit to 1; a call for 2 permits that may wait 10 s fails after its one attempt with
+// exceeds_limit, the stored limit in its diagnostics, counted under its own reason. (Without the check it sleeps
+// and retries until the wait runs out, then says not_acquired.)
+BOOST_AUTO_TEST_CASE(a_request_above_the_limit_the_nodes_store_fails_at_once_saying_so)
+{
+    rig r(3);
+    for (std::size_t i = 0; i < 3; ++i)
+        r.fakes[i].set_policy([](const exec_record& rec) {
+            return acquire_request(rec) ? action::reply(refused_above(1)) : action::released(0);
+        });
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        auto o = quick();
+        o.wait = 10s;
+        diagnostics diag;
+        const auto start = std::chrono::steady_clock::now();
+        auto [ec, p] = co_await semaphore(*r.c, "s", 3, o).async_acquire(2, diag, use);
+        BOOST_TEST(ec == error::exceeds_limit, ec.message() << ": " << diag.message());
+        BOOST_TEST((std::chrono::steady_clock::now() - start < 1s));
+        BOOST_TEST(diag.waiting().attempts == 1u);
+        BOOST_TEST(diag.client_message().find("store a limit of 1") != std::string_view::npos, diag.client_message());
+        BOOST_TEST(diag.nodes().size() == 3u);
+    });
+    const auto stats = r.c->stats();
+    BOOST_TEST(stats.failures.exceeds_limit == 1u);
+    BOOST_TEST(stats.failures.not_acquired == 0u);
+}
+
+// Refusals for the limit decide only when the other nodes cannot make a quorum. 5 nodes storing 2 (Q = 4): node
+// 0 stores 1, node 1 has no room. The four others could grant once node 1 has room: not_acquired, a wait worth
+// having. (A check that gave up on any such refusal would say exceeds_limit.)
+BOOST_AUTO_TEST_CASE(one_node_below_the_request_does_not_end_a_wait_a_quorum_can_still_grant)
+{
+    rig r(5);
+    for (std::size_t i = 0; i < 5; ++i)
+        r.fakes[i].set_policy([i](const exec_record& rec) {
+            if (!acquire_request(rec)) return action::released();
+            return action::reply(i == 0 ? refused_above(1) : i == 1 ? refused(2) : granted(2));
+        });
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        diagnostics diag;
+        auto [ec, p] = co_await semaphore(*r.c, "s", 2, quick()).async_try_acquire(2, diag, use);
+        BOOST_TEST(ec == error::not_acquired, ec.message() << ": " << diag.message());
+    });
+}
+
+// With Q = N (3 nodes, limit 2) a single node storing 1 is enough: no quorum can form without it.
+BOOST_AUTO_TEST_CASE(with_a_quorum_of_every_node_one_node_below_the_request_ends_it)
+{
+    rig r(3);
+    for (std::size_t i = 0; i < 3; ++i)
+        r.fakes[i].set_policy([i](const exec_record& rec) {
+            if (!acquire_request(rec)) return action::released();
+            return action::reply(i == 0 ? refused_above(1) : granted(2));
+        });
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        auto o = quick();
+        o.wait = 10s;
+        diagnostics diag;
+        auto [ec, p] = co_await semaphore(*r.c, "s", 2, o).async_acquire(2, diag, use);
+        BOOST_TEST(ec == error::exceeds_limit, ec.message() << ": " << diag.message());
+        BOOST_TEST(diag.client_message().find("1 of 3 nodes store a limit of 1") != std::string_view::npos,
+                   diag.client_message());
+        // Nodes 1 and 2 may have granted: given back.
+        BOOST_TEST(co_await eventually([&] { return releases(r, 1) == 1 && releases(r, 2) == 1; }));
+    });
+}
+
+// A fair waiter that asks for more than the stored limit would wait at the head for ever, holding back everyone
+// behind it (strict FIFO): it fails at once and leaves the queue on every node.
+BOOST_AUTO_TEST_CASE(a_fair_waiter_above_the_stored_limit_fails_at_once_and_leaves_the_queue)
+{
+    rig r(3);
+    for (std::size_t i = 0; i < 3; ++i)
+        r.fakes[i].set_policy([](const exec_record& rec) {
+            return fair_acquire_request(rec) ? action::reply(fair_refused_above(1)) : action::released(0);
+        });
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        auto o = quick();
+        o.wait = 10s;
+        o.fair = true;
+        diagnostics diag;
+        const auto start = std::chrono::steady_clock::now();
+        auto [ec, p] = co_await semaphore(*r.c, "s", 3, o).async_acquire(2, diag, use);
+        BOOST_TEST(ec == error::exceeds_limit, ec.message() << ": " << diag.message());
+        BOOST_TEST((std::chrono::steady_clock::now() - start < 1s));
+        BOOST_TEST(co_await eventually([&] {
+            for (std::size_t i = 0; i < 3; ++i) {
+                const auto got = r.fakes[i].received();
+                if (std::none_of(got.begin(), got.end(), leaves_queue)) return false;
+            }
+            return true;
+        }));
     });
 }
 
