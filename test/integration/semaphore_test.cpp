@@ -325,6 +325,9 @@ BOOST_DATA_TEST_CASE(a_waiter_for_more_than_a_shrunk_limit_fails_promptly_with_e
         BOOST_TEST((took < 1s), took.count() << " ms");
         BOOST_TEST(diag.client_message().find("a limit of 1") != std::string_view::npos, diag.client_message());
         BOOST_TEST(waiter.stats().failures.exceeds_limit == 1u);
+        BOOST_TEST(waiter.stats().failures.not_acquired == 0u);
+        BOOST_TEST(redlock::to_prometheus(waiter.stats())
+                       .find("redlock_acquire_failures_total{reason=\"exceeds_limit\"} 1\n") != std::string::npos);
         if (fair) {
             BOOST_TEST(co_await until_queued(nodes, 1));  // it left every node's queue
             co_await two.async_release(asio::use_awaitable);
