@@ -81,6 +81,7 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
         attempt_result result;
         bool notified_before = false;  // messages could be relied on when the attempt was sent
         clock::duration attempt_took{};
+        bool cancelled_holding = false;  // the caller gave up while this attempt held the gate after a split
         {
             gate_pass gate(client->gates(), plan.gate_id);
             if (!gate.try_enter()) {
@@ -99,16 +100,23 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
             // once, its attempt would follow this one's clean-up on the same connections, win the same nodes back
             // and split again in step with the other contender; with a silent node every split waits for its
             // deadline, and grants all but stop. Holding the gate a random moment of up to one attempt lets
-            // another client take those nodes.
-            if (result.failure && result.refused && !result.granted_on.empty() && gate.contended()) {
+            // another client take those nodes. Not when this call ends here (a conclusive failure, or no wait
+            // left: a try must not come back up to an attempt late), nor past the call's deadline.
+            if (result.failure && result.refused && !result.conclusive && !result.granted_on.empty() &&
+                clock::now() < plan.wait_until && gate.contended()) {
                 asio::steady_timer hold(client->strand());
-                hold.expires_after(std::chrono::duration_cast<clock::duration>(attempt_took * unit_random()));
+                const auto random =
+                    clock::now() + std::chrono::duration_cast<clock::duration>(attempt_took * unit_random());
+                hold.expires_at(std::min(random, plan.wait_until));
                 co_await hold.async_wait(asio::as_tuple(asio::use_awaitable));
+                // The cancellation went to the hold's timer: the loop must not sleep on with it lost. (The attempt's
+                // clean-up is on its way already.)
+                cancelled_holding = cancelled(co_await asio::this_coro::cancellation_state);
             }
             if (!result.failure || result.refused) watcher.acting_on_release = false;  // it had its answer
         }  // the outcome is known: the client's next waiter may try
         if (!result.failure) co_return end({}, std::move(result.granted));
-        if (result.failure == asio::error::operation_aborted) co_return aborted();
+        if (result.failure == asio::error::operation_aborted || cancelled_holding) co_return aborted();
 
         if (result.conclusive) co_return end(result.failure, nullptr);
         if (clock::now() >= plan.wait_until) {

@@ -39,8 +39,13 @@ void client_counters::acquire_ended(error_code ec, std::chrono::steady_clock::du
 void client_counters::snapshot(client_stats& out) const noexcept
 {
     out.acquires = read(acquires_);
-    out.failures = {read(not_acquired_),     read(no_quorum_),     read(timeout_),       read(cancelled_),
-                    read(invalid_argument_), read(exceeds_limit_), read(other_failures_)};
+    out.failures = {.not_acquired = read(not_acquired_),
+                    .no_quorum = read(no_quorum_),
+                    .timeout = read(timeout_),
+                    .cancelled = read(cancelled_),
+                    .invalid_argument = read(invalid_argument_),
+                    .exceeds_limit = read(exceeds_limit_),
+                    .other = read(other_failures_)};
     std::uint64_t cumulative = 0;
     for (std::size_t i = 0; i < buckets_.size(); ++i) out.acquire_latency.counts[i] = cumulative += read(buckets_[i]);
     out.acquire_latency.sum_seconds = static_cast<double>(read(latency_ns_)) / 1e9;

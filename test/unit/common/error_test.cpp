@@ -8,6 +8,11 @@
 using redlock::condition;
 using redlock::error;
 
+// The values are ABI: a program built against an older header compares error_code values with them. New errors go
+// at the end; an insertion or a reordering moves exceeds_limit and fails the build here.
+static_assert(static_cast<int>(error::invalid_argument) == 1);
+static_assert(static_cast<int>(error::exceeds_limit) == 18);
+
 BOOST_AUTO_TEST_CASE(library_errors_map_to_conditions)
 {
     BOOST_TEST(make_error_code(error::timeout) == condition::timeout);

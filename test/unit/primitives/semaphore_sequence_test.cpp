@@ -5,6 +5,8 @@
 
 #include <redlock/semaphore.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/test/unit_test.hpp>
 
 namespace {
@@ -213,6 +215,41 @@ BOOST_AUTO_TEST_CASE(with_a_quorum_of_every_node_one_node_below_the_request_ends
         // Nodes 1 and 2 may have granted: given back.
         BOOST_TEST(co_await eventually([&] { return releases(r, 1) == 1 && releases(r, 2) == 1; }));
     });
+}
+
+// exceeds_limit ends the call: it does not hold the gate after its split attempt (nodes 1 and 2 granted) while
+// another waiter of the client queues for it. Held, it would come back a random moment of up to its 300 ms attempt
+// late; in four rounds, one would show it.
+BOOST_AUTO_TEST_CASE(a_request_above_the_stored_limit_does_not_hold_the_gate_on_its_way_out)
+{
+    for (int round = 0; round < 4; ++round) {
+        rig r(3);
+        for (std::size_t i = 0; i < 3; ++i)
+            r.fakes[i].set_policy([i](const exec_record& rec) {
+                if (!acquire_request(rec)) return action::released();
+                return i == 0 ? action::delayed(300ms, refused_above(1)) : action::reply(granted(2));
+            });
+        run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+            auto o = quick();
+            o.wait = 10s;
+            o.node_timeout = 1000ms;
+            semaphore s(*r.c, "s", 2, o);
+            std::optional<error_code> above, queued;
+            asio::cancellation_signal cancel;
+            s.async_acquire(2, r.bind([&](error_code ec, permit) { above = ec; }));
+            s.async_acquire(
+                1, asio::bind_cancellation_slot(cancel.slot(), r.bind([&](error_code ec, permit) { queued = ec; })));
+            BOOST_REQUIRE(co_await eventually([&] { return releases(r, 1) >= 1; }));
+            const auto attempt_over = std::chrono::steady_clock::now();
+            BOOST_REQUIRE(co_await eventually([&] { return above.has_value(); }, 5000ms));
+            const auto took =
+                std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - attempt_over);
+            BOOST_TEST(*above == error::exceeds_limit, above->message());
+            BOOST_TEST(took.count() < 50, took.count() << " ms after its attempt, round " << round);
+            cancel.emit(asio::cancellation_type::terminal);
+            BOOST_REQUIRE(co_await eventually([&] { return queued.has_value(); }));
+        });
+    }
 }
 
 // A fair waiter that asks for more than the stored limit would wait at the head for ever, holding back everyone
