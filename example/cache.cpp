@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,8 @@ asio::awaitable<std::optional<std::string>> load_user(std::shared_ptr<database> 
 void expect_queries(const database& db, int expected, const std::string& after)
 {
     if (db.queries == expected) return;
-    std::cerr << "error: " << db.queries << " database queries after " << after << ", expected " << expected << "\n";
-    std::exit(1);
+    throw std::runtime_error(std::to_string(db.queries) + " database queries after " + after + ", expected " +
+                             std::to_string(expected));
 }
 
 // One caller's read of a user, and what it cost the database so far.
@@ -135,30 +136,29 @@ asio::awaitable<void> demo(redlock::client& locks, std::shared_ptr<redlock::node
     std::cout << "user:mallory -> " << stranger.value_or("(no such user)") << ", " << db->queries - before
               << " database queries (the Bloom filter answered)\n";
     expect_queries(*db, before, "a key the Bloom filter does not contain");
-    if (user != "Ada Lovelace" || stranger) {
-        std::cerr << "error: wrong values\n";
-        std::exit(1);
-    }
-    locks.close();
-    store->close();
+    if (user != "Ada Lovelace" || stranger) throw std::runtime_error("wrong values");
 }
 
 int main(int argc, char** argv)
 {
-    asio::io_context ctx;
-    const auto nodes = node_list(argc, argv);
-    // [guard-parts]
-    redlock::client locks(ctx.get_executor(), nodes);  // the rebuild locks: 1 or N nodes
-    auto store = std::shared_ptr<redlock::node>(redlock::make_connection_node(ctx.get_executor(), nodes.front()));
-    // [guard-parts]
-    asio::co_spawn(ctx, demo(locks, store, nodes.front()), [](std::exception_ptr e) {
-        if (!e) return;
-        try {
-            std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
-            std::cerr << "error: " << ex.what() << "\n";
-            std::exit(1);
-        }
-    });
-    ctx.run();
+    try {
+        asio::io_context ctx;
+        const auto nodes = node_list(argc, argv);
+        // [guard-parts]
+        redlock::client locks(ctx.get_executor(), nodes);  // the rebuild locks: 1 or N nodes
+        auto store = std::shared_ptr<redlock::node>(redlock::make_connection_node(ctx.get_executor(), nodes.front()));
+        // [guard-parts]
+        std::exception_ptr failure;
+        asio::co_spawn(ctx, demo(locks, store, nodes.front()), [&](std::exception_ptr e) {
+            failure = e;
+            locks.close();  // the connections would otherwise keep ctx.run() going
+            store->close();
+        });
+        ctx.run();
+        if (failure) std::rethrow_exception(failure);
+        return 0;
+    } catch (const std::exception& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 1;
+    }
 }

@@ -1,5 +1,6 @@
 // The shared machinery of the mutual exclusion property tests: in-process workers that increment a counter
-// under the lock, helper processes that do the same, and waiting for them.
+// under the lock, and waiting for them (the helper processes that do the same are helper_process
+// "exclusion_worker").
 #pragma once
 
 #include <redlock/redlock.hpp>
@@ -17,18 +18,13 @@
 #include <chrono>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
-#include <common/subprocess.hpp>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <signal.h>
-#include <sstream>
 #include <string>
-#include <sys/wait.h>
 #include <thread>
 #include <vector>
 
@@ -234,60 +230,5 @@ inline void wait_finished(shared_run& s, ms limit)
     std::lock_guard lock(s.error_mutex);
     BOOST_REQUIRE_MESSAGE(s.error.empty(), "a worker failed: " << s.error);
 }
-
-// A helper_exclusion_worker process; stopped on destruction unless it exited.
-class worker_process {
-public:
-    worker_process(const std::string& dir, const std::string& name, std::vector<std::string> args)
-        : output_(dir + "/" + name + ".out")
-    {
-        args.insert(args.begin(), std::string(REDLOCK_TEST_HELPER_DIR) + "/helper_exclusion_worker");
-        pid_ = redlock::test::spawn_process({std::move(args), redlock::test::environment_with({}), output_});
-    }
-    ~worker_process()
-    {
-        if (!exited_) redlock::test::stop_process(pid_, 2s);
-    }
-    worker_process(const worker_process&) = delete;
-    worker_process& operator=(const worker_process&) = delete;
-
-    bool running()
-    {
-        if (!exited_) exited_ = redlock::test::wait_for_exit(pid_, 0ms, &status_);
-        return !exited_;
-    }
-    // Asks it to stop after the increments it is making.
-    void terminate()
-    {
-        if (!exited_) ::kill(pid_, SIGTERM);
-    }
-    // The exit status, or -1 if it is still running after `limit`.
-    int wait(ms limit)
-    {
-        if (!exited_) exited_ = redlock::test::wait_for_exit(pid_, limit, &status_);
-        if (!exited_) return -1;
-        return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
-    }
-    std::string output() const
-    {
-        std::ifstream in(output_);
-        std::stringstream text;
-        text << in.rdbuf();
-        return text.str();
-    }
-    // A number from the summary line ("increments=40 ..."), or -1.
-    long summary(const std::string& field) const
-    {
-        const auto text = output();
-        const auto at = text.find(field + "=");
-        return at == std::string::npos ? -1 : std::stol(text.substr(at + field.size() + 1));
-    }
-
-private:
-    std::string output_;
-    pid_t pid_ = -1;
-    bool exited_ = false;
-    int status_ = 0;
-};
 
 }  // namespace redlock::test::exclusion

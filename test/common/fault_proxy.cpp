@@ -134,8 +134,28 @@ private:
         bool requests;  // client -> server
         std::deque<chunk> queue;
         bool writing = false;
+        // Its source ended (end of stream or an error: what is queued still goes out, then the session closes), or
+        // its destination went away (nothing more goes out).
+        bool ended = false;
         asio::steady_timer timer;
     };
+
+    direction& other(const direction& d) { return &d == &to_server_ ? to_client_ : to_server_; }
+
+    // What the wire would still carry: a direction whose reader ended has its queue to deliver.
+    static bool draining(const direction& d) { return d.ended && (d.writing || !d.queue.empty()); }
+
+    // One way of the connection is done (its source or its destination went away). The session closes, unless
+    // the other way still has chunks in flight: bytes a peer wrote before it closed still reach the other peer, as
+    // they would over a slow network; the session closes once they are delivered.
+    void finish(direction& d)
+    {
+        d.ended = true;
+        d.queue.clear();
+        d.timer.cancel();
+        if (draining(other(d))) return;
+        close(false);
+    }
 
     bool drops(const direction& d) const
     {
@@ -176,8 +196,10 @@ private:
                     self->server_up_ = false;
                     error_code ignored;
                     self->server_.close(ignored);
+                } else if (d.writing || !d.queue.empty()) {
+                    d.ended = true;  // the writer forwards the delayed chunks, then ends the session
                 } else {
-                    self->close(false);
+                    self->finish(d);
                 }
                 co_return;
             }
@@ -185,7 +207,7 @@ private:
                 self->close(true);
                 co_return;
             }
-            if (self->drops(d)) continue;
+            if (self->drops(d) || d.ended) continue;  // ended: its destination went away
             auto delay = self->core_.current_mode() == mode::delay ? self->core_.delay() : std::chrono::milliseconds(0);
             d.queue.push_back({std::string(buffer.data(), n), steady_clock::now() + delay});
             if (!d.writing) {
@@ -202,7 +224,7 @@ private:
             if (due > steady_clock::now()) {
                 d.timer.expires_at(due);
                 co_await d.timer.async_wait(use_tuple);
-                if (self->closed_) break;
+                if (self->closed_ || d.queue.empty()) break;
             }
             auto bytes = std::move(d.queue.front().bytes);
             d.queue.pop_front();
@@ -210,11 +232,13 @@ private:
             auto [ec, n] = co_await asio::async_write(d.to, asio::buffer(bytes), use_tuple);
             if (self->closed_) break;
             if (ec) {
-                self->close(false);
-                break;
+                d.writing = false;
+                self->finish(d);
+                co_return;
             }
         }
         d.writing = false;
+        if (d.ended && !self->closed_) self->finish(d);
     }
 
     proxy_core& core_;

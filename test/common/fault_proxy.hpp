@@ -15,7 +15,9 @@ class proxy_core;
 }
 
 // Listens on a free loopback port and forwards each accepted connection to 127.0.0.1:upstream_port,
-// on its own thread. A mode change applies to new and existing connections at once.
+// on its own thread. A mode change applies to new and existing connections at once. When one side closes (or
+// resets) its connection, the chunks the proxy still delays for the other side are delivered first, as a slow
+// network would deliver them; then both connections close.
 class fault_proxy {
 public:
     enum class mode {

@@ -23,6 +23,11 @@ void helper_process::signal(int signal_number) const
     if (!exited_) ::kill(pid_, signal_number);
 }
 
+bool helper_process::running()
+{
+    return wait(std::chrono::milliseconds(0)) == -1;
+}
+
 int helper_process::wait(std::chrono::milliseconds limit)
 {
     if (!exited_) exited_ = wait_for_exit(pid_, limit, &status_);

@@ -23,6 +23,8 @@ public:
     pid_t pid() const { return pid_; }
     /// Sends a signal (SIGSTOP, SIGCONT, SIGKILL...) while it has not been reaped.
     void signal(int signal_number) const;
+    /// Whether it has not exited yet (reaps it if it has).
+    bool running();
     /// The exit status as a shell reports it (128 + signal when killed), or -1 if it still runs after `limit`.
     int wait(std::chrono::milliseconds limit);
     std::string output() const;

@@ -1,7 +1,8 @@
-// For lock tests: node configs for a cluster, a coroutine sleep, and what the nodes hold, seen from outside
-// the library (through redis-cli).
+// For lock tests: node configs for a cluster, a coroutine sleep, and what the nodes hold and who listens for
+// releases there, seen from outside the library (through redis-cli).
 #pragma once
 
+#include <redlock/key_layout.hpp>
 #include <redlock/node_config.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -70,6 +72,32 @@ inline boost::asio::awaitable<bool> soon_holding(const cluster& nodes, std::stri
         co_await sleep_for(std::chrono::milliseconds(10));
     }
     co_return true;
+}
+
+/// How many connections listen to the release channel of `key` on `node` (PUBSUB NUMSUB).
+inline std::string release_listeners(const redis_node& node, const std::string& key)
+{
+    std::istringstream reply(node.cli({"PUBSUB", "NUMSUB", release_channel(key)}));
+    std::string channel, count;
+    std::getline(reply, channel);
+    std::getline(reply, count);
+    return count;
+}
+
+/// Until every running node has exactly `count` listeners (one, by default) on the release channel of `key`: a
+/// waiter that was refused has subscribed everywhere. False after `limit`.
+inline boost::asio::awaitable<bool> all_listening(const cluster& nodes, const std::string& key, std::string count = "1",
+                                                  std::chrono::milliseconds limit = std::chrono::seconds(5))
+{
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+        bool all = true;
+        for (std::size_t i = 0; i < nodes.size(); ++i)
+            all = all && (!nodes[i].running() || release_listeners(nodes[i], key) == count);
+        if (all) co_return true;
+        if (std::chrono::steady_clock::now() >= deadline) co_return false;
+        co_await sleep_for(std::chrono::milliseconds(20));
+    }
 }
 
 }  // namespace redlock::test

@@ -3,6 +3,9 @@
 // while the test kills one lock node and pauses another mid-run (and, in a variant, restarts the killed one
 // empty while the lock is in use). No update is lost, and increments continue through the faults.
 #include <common/exclusion_run.hpp>
+#include <common/helper_process.hpp>
+#include <common/subprocess.hpp>
+#include <csignal>
 
 using namespace redlock::test::exclusion;
 using redlock::test::cluster;
@@ -34,10 +37,10 @@ void increments_survive(const fault_plan& plan)
     auto counter = [&] { return read_counter(counter_node, key); };
 
     // Every worker runs until told to stop, so the faults land mid-run however fast the box is.
-    std::vector<std::unique_ptr<worker_process>> helpers;
+    std::vector<std::unique_ptr<redlock::test::helper_process>> helpers;
     for (int i = 0; i < processes; ++i) {
-        helpers.push_back(std::make_unique<worker_process>(
-            dir, "helper" + std::to_string(i),
+        helpers.push_back(std::make_unique<redlock::test::helper_process>(
+            "exclusion_worker", dir, "helper" + std::to_string(i),
             std::vector<std::string>{comma_joined(lock_nodes.urls()), counter_node.url(), key, "0",
                                      std::to_string(process_coroutines), std::to_string(process_threads)}));
     }
@@ -93,7 +96,7 @@ void increments_survive(const fault_plan& plan)
         BOOST_REQUIRE_MESSAGE(reach(last + phase), "no progress after the faults: " << counter());
 
         s->stop = true;
-        for (auto& h : helpers) h->terminate();
+        for (auto& h : helpers) h->signal(SIGTERM);  // stop after the increments under way
         wait_finished(*s, 30s);
     }
 
@@ -102,8 +105,8 @@ void increments_survive(const fault_plan& plan)
         const int status = h->wait(30s);
         BOOST_TEST_MESSAGE("helper: " << h->output());
         BOOST_REQUIRE_MESSAGE(status == 0, "helper exit status " << status << ": " << h->output());
-        helper_increments += h->summary("increments");
-        BOOST_TEST(h->summary("overlaps") == 0);
+        helper_increments += h->field("increments");
+        BOOST_TEST(h->field("overlaps") == 0);
     }
     const long final_count = counter();
     BOOST_TEST_MESSAGE("in-process: " << s->increments << " increments, " << s->acquire_failures

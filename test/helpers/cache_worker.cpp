@@ -21,15 +21,18 @@
 // While a loader runs, `loading:KEY` on COUNT_URL counts it; a loader that finds another one running INCRs
 // `overlaps:KEY` (the rebuild lock is meant to run them one at a time).
 // Prints one line: calls=N values=V errors=E loads_here=L elapsed_ms=T max_call_ms=M other_values=O
-// other_errors=X value_from=F [first_error=...]; values counts calls that got a value of KEY (anyone's),
-// other_values those whose value differs from the first one's, other_errors the errors that differ from the first
-// error, value_from the tag of the first value ("-" none or untagged).
+// other_errors=X value_from=F timer_wakeups=W message_wakeups=R lock_requests=Q [first_error=...]; values counts
+// calls that got a value of KEY (anyone's), other_values those whose value differs from the first one's,
+// other_errors the errors that differ from the first error, value_from the tag of the first value ("-" none or
+// untagged); the last three are the rebuild lock client's: its waits that a timer ended and those a release message
+// ended (client_stats), and the requests it wrote to the lock nodes, all nodes together.
 // Exit status: 0 every call returned a value of KEY; 1 otherwise; 2 bad arguments; 3 not done in 60 s.
+#include "common.hpp"
+
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/system_timer.hpp>
@@ -135,7 +138,7 @@ asio::awaitable<std::optional<std::string>> load(std::shared_ptr<worker> w)
     asio::steady_timer t(co_await asio::this_coro::executor, w->load_time);
     co_await t.async_wait(asio::use_awaitable);
     if (w->options.no_io_after_wait)
-        asio::co_spawn(co_await asio::this_coro::executor, count(w, "DECR", "loading"), asio::detached);
+        asio::co_spawn(co_await asio::this_coro::executor, count(w, "DECR", "loading"), helpers::rethrow);
     else
         co_await count(w, "DECR", "loading");
     if (w->options.fail)
@@ -216,13 +219,9 @@ int main(int argc, char** argv)
             asio::system_timer at(co_await asio::this_coro::executor, start_at);
             co_await at.async_wait(use_tuple);
             for (int i = 0; i < w->calls; ++i)
-                asio::co_spawn(co_await asio::this_coro::executor, call(w), [](std::exception_ptr e) {
-                    if (e) std::rethrow_exception(e);
-                });
+                asio::co_spawn(co_await asio::this_coro::executor, call(w), helpers::rethrow);
         },
-        [](std::exception_ptr e) {
-            if (e) std::rethrow_exception(e);
-        });
+        helpers::rethrow);
     try {
         while (w->done < w->calls || w->calls == 0) {
             if (steady::now() - started > std::chrono::seconds(60)) {
@@ -237,11 +236,16 @@ int main(int argc, char** argv)
         return 1;
     }
     const auto elapsed = std::chrono::duration_cast<ms>(steady::now() - started).count();
+    const auto lock_stats = w->locks.stats();
+    unsigned long long lock_requests = 0;
+    for (const auto& n : lock_stats.nodes) lock_requests += n.connection.requests;
     std::printf(
         "calls=%d values=%d errors=%d loads_here=%d elapsed_ms=%lld max_call_ms=%lld other_values=%d "
-        "other_errors=%d value_from=%s%s%s\n",
+        "other_errors=%d value_from=%s timer_wakeups=%llu message_wakeups=%llu lock_requests=%llu%s%s\n",
         w->calls, w->values, w->errors, w->loads_here, static_cast<long long>(elapsed),
         static_cast<long long>(w->max_call.count()), w->other_values, w->other_errors, value_from(*w).c_str(),
+        static_cast<unsigned long long>(lock_stats.wakeups_by_timer),
+        static_cast<unsigned long long>(lock_stats.wakeups_by_message), lock_requests,
         w->first_error.empty() ? "" : " first_error=", w->first_error.c_str());
     std::fflush(stdout);
     return w->errors == 0 && w->values == w->calls ? 0 : 1;

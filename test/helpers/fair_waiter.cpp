@@ -12,20 +12,19 @@
 // Prints one line: granted=G failed=F (each failure on stderr).
 // Exit status: 0 every waiter was granted; 1 a waiter failed, or an unexpected error; 2 bad arguments; 3 the
 // overall deadline (90 s) passed.
+#include "common.hpp"
+
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -50,12 +49,6 @@ struct run {
     int granted = 0;
     int failed = 0;
 };
-
-asio::awaitable<void> pause(std::chrono::milliseconds d)
-{
-    asio::steady_timer t(co_await asio::this_coro::executor, d);
-    co_await t.async_wait(use_tuple);
-}
 
 void report(const run& r)
 {
@@ -105,13 +98,13 @@ asio::awaitable<void> start_waiters(run& r)
         redlock::response popped;
         co_await r.observer.async_exec(pop, popped, asio::use_awaitable);
         if (!popped.empty() && !popped[0].is_null()) {
-            asio::co_spawn(co_await asio::this_coro::executor, waiter(r), asio::detached);
+            asio::co_spawn(co_await asio::this_coro::executor, waiter(r), helpers::rethrow);
             ++started;
         }
     }
     while (r.granted + r.failed < r.waiters) {
         check_deadline();
-        co_await pause(5ms);
+        co_await helpers::pause(5ms);
     }
 }
 
@@ -124,17 +117,8 @@ int main(int argc, char** argv)
         return 2;
     }
     try {
-        std::vector<redlock::node_config> nodes;
-        std::stringstream urls(argv[1]);
-        for (std::string url; std::getline(urls, url, ',');) {
-            auto c = redlock::parse_url(url);
-            c.connect_timeout = 300ms;
-            c.reconnect_min_delay = 20ms;
-            c.reconnect_max_delay = 200ms;
-            nodes.push_back(c);
-        }
         asio::io_context ctx;
-        run r(ctx, nodes, redlock::parse_url(argv[2]));
+        run r(ctx, helpers::fast_reconnecting_nodes(argv[1]), redlock::parse_url(argv[2]));
         r.key = argv[3];
         r.name = argv[4];
         r.waiters = std::atoi(argv[5]);
@@ -155,7 +139,7 @@ int main(int argc, char** argv)
             r.client.close();
             r.observer.close();
         });
-        ctx.run();
+        ctx.run();  // a waiter's exception leaves it: reported below, exit 1
         report(r);
         return error || r.failed > 0 ? 1 : 0;
     } catch (const std::exception& e) {

@@ -12,6 +12,8 @@
 // validity ends: its permit may be taken only after that. A count above LIMIT is an overlap.
 // Prints one line: grants=G overlaps=O acquire_failures=F release_failures=R most=M
 // Exit status: 0 done; 1 unexpected error; 2 bad arguments.
+#include "common.hpp"
+
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -57,11 +59,7 @@ long long wall_ms()
     return std::chrono::duration_cast<ms>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-asio::awaitable<void> pause(ms d)
-{
-    asio::steady_timer t(co_await asio::this_coro::executor, d);
-    co_await t.async_wait(use_tuple);
-}
+using helpers::pause;
 
 asio::awaitable<void> holder(run& r, int index)
 {
@@ -116,15 +114,7 @@ int main(int argc, char** argv)
         return 2;
     }
     try {
-        std::vector<redlock::node_config> nodes;
-        std::stringstream urls(argv[1]);
-        for (std::string url; std::getline(urls, url, ',');) {
-            auto c = redlock::parse_url(url);
-            c.connect_timeout = 300ms;
-            c.reconnect_min_delay = 20ms;
-            c.reconnect_max_delay = 200ms;
-            nodes.push_back(c);
-        }
+        const auto nodes = helpers::fast_reconnecting_nodes(argv[1]);
         asio::io_context ctx;
         run r(ctx, nodes, redlock::parse_url(argv[2]));
         r.name = argv[3];

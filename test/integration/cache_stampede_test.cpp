@@ -1,7 +1,8 @@
 // A cache stampede across processes: 1,000 concurrent calls for one cold key from four processes run the
-// loader once; the others wait for the rebuild lock's release message (not by polling the lock: the lock nodes
-// count their calls), read again and get its value. And a loader that fails: every caller gets the error, and
-// each process, its turn at the lock come, runs its own loader once (errors are not cached).
+// loader once; the others wait for the rebuild lock's release message (not by polling the lock: each process
+// counts the waits a timer ended, the lock nodes count their calls), read again and get its value. And a loader that
+// fails: every caller gets the error, and each process, its turn at the lock come, runs its own loader once (errors are
+// not cached).
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -71,25 +72,31 @@ BOOST_AUTO_TEST_CASE(a_thousand_concurrent_cold_key_calls_from_four_processes_ru
         values += w->field("values");
         loads_here += w->field("loads_here");
         BOOST_TEST_MESSAGE("worker: " << w->output());
+        // Per process: its lock waits end by release messages. A timer ends one after a split vote's pause (0 or
+        // 1 per process measured). A waiter that polled would wake on its retry timer (100 to 150 ms) 7 to 10
+        // times during the second-long load.
+        BOOST_TEST(!w->word("timer_wakeups").empty(), w->output());
+        BOOST_TEST(w->field("timer_wakeups") <= 3, w->output());
     }
     BOOST_TEST(values == 1000);
     BOOST_TEST(s.count().cli({"GET", "loads:product:7"}) == "1");
     BOOST_TEST(loads_here == 1);
     BOOST_TEST(s.store().cli({"GET", "product:7"}).ends_with("\nvalue of product:7"));
 
-    // No sleep-polling. Each lock node runs, for the process that loads: its acquire, fence commit and release,
-    // and the SETs of the first two (5); for each other process: its first try and the re-check once subscribed,
-    // both refused (2), one refused try per release message before its turn (the k-th in line: k - 1, at most 3),
-    // then its turn (5, as above): at most 10. A refused try that was granted nowhere needs no clean-up. Runs
-    // measure 28 to 41 in all (over 29: split votes, when the processes a release woke race for the lock and each
-    // undoes its part). The bound: 12 per process, 48 in all. A waiter that polled every retry_delay (100 ms)
-    // during the second-long load adds about 10 refused tries per waiting process: 58 to 75 in all, measured with
-    // the loop's wait-for-message path turned off.
-    constexpr long per_process_bound = 12;
+    // No sleep-polling, seen from the nodes too. Each lock node runs, for the process that loads: its acquire,
+    // fence commit and release, and the SETs of the first two (5); for each other process: its first try and the
+    // re-check once subscribed, both refused (2), one refused try per release message before its turn (the k-th
+    // in line: k - 1), then its turn (5, as above): 7, 8 and 9 for the three, 29 for the four. A refused try that
+    // was granted nowhere needs no clean-up. Runs measure 28 to 41 per node (above 29: split votes, when the
+    // processes a release woke race for the lock and each undoes its part). A waiter that polled every
+    // retry_delay (100 ms) during the second-long load adds about 10 refused tries per waiting process: 58 to 75
+    // per node, measured with the loop's wait-for-message path turned off. The bound, 50 for the four processes
+    // together, sits between: 9 above the most measured, 8 below the poller's least.
+    constexpr long bound = 50;
     for (int i = 0; i < 3; ++i) {
         const long calls = lock_calls(s.nodes[i]);
         BOOST_TEST_MESSAGE("lock node " << i << ": " << calls << " scripts and SETs");
-        BOOST_TEST(calls <= processes * per_process_bound, "lock node " << i << ": " << calls);
+        BOOST_TEST(calls <= bound, "lock node " << i << ": " << calls);
     }
 }
 

@@ -330,6 +330,33 @@ pid_t spawn_fair_exec(const cluster& nodes, const std::string& key, const std::s
     return spawn_process({args, environment_with({}), log});
 }
 
+// A file whose creation lets a holder's command end. The command polls for it at most 30 s (1,500 times 20 ms): a
+// shell left behind by a failed check (it runs in its own process group, which the parent's death does not
+// reach) still ends. The gate opens on destruction too, so a failed REQUIRE lets the holder go at once.
+class gate {
+public:
+    explicit gate(std::string path) : path_(std::move(path)) {}
+    ~gate() { open(); }
+    gate(const gate&) = delete;
+    gate& operator=(const gate&) = delete;
+
+    // The holder's script: wait until the gate opens.
+    std::string script() const
+    {
+        return "i=0; while [ ! -e " + path_ + " ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done";
+    }
+    void open()
+    {
+        if (opened_) return;
+        opened_ = true;
+        std::ofstream(path_).put('\n');
+    }
+
+private:
+    std::string path_;
+    bool opened_ = false;
+};
+
 std::vector<int> numbers_in(const std::string& path)
 {
     std::vector<int> out;
@@ -347,10 +374,10 @@ BOOST_AUTO_TEST_CASE(fair_exec_serves_processes_in_the_order_they_arrived)
         cluster nodes(n);
         const auto dir = make_temp_dir("redlock-fair-");
         const std::string key = "fifo";
-        const auto go = dir + "/go";
+        gate go(dir + "/go");
         const auto order = dir + "/order";
         const auto log = dir + "/log";
-        auto holder = spawn_fair_exec(nodes, key, "while [ ! -e " + go + " ]; do sleep 0.02; done", log);
+        auto holder = spawn_fair_exec(nodes, key, go.script(), log);
         BOOST_REQUIRE(wait_until([&] { return nodes[0].cli({"EXISTS", key}) == "1"; }, 5000ms));
         constexpr int waiters = 60;
         std::vector<pid_t> pids;
@@ -359,7 +386,7 @@ BOOST_AUTO_TEST_CASE(fair_exec_serves_processes_in_the_order_they_arrived)
             BOOST_REQUIRE_MESSAGE(until_placed(nodes, key, static_cast<std::size_t>(i + 1)),
                                   "process " << i << " did not join the queue");
         }
-        std::ofstream(go).put('\n');
+        go.open();
         int status = 0;
         BOOST_TEST(wait_for_exit(holder, 10'000ms, &status));
         for (auto pid : pids) {
@@ -383,9 +410,9 @@ BOOST_AUTO_TEST_CASE(a_fair_waiter_killed_at_the_head_stops_blocking_within_its_
             cluster nodes(n);
             const auto dir = make_temp_dir("redlock-fair-");
             const std::string key = "fifo";
-            const auto go = dir + "/go";
+            gate go(dir + "/go");
             const auto log = dir + "/log";
-            auto holder = spawn_fair_exec(nodes, key, "while [ ! -e " + go + " ]; do sleep 0.02; done", log);
+            auto holder = spawn_fair_exec(nodes, key, go.script(), log);
             BOOST_REQUIRE(wait_until([&] { return nodes[0].cli({"EXISTS", key}) == "1"; }, 5000ms));
             auto doomed = spawn_fair_exec(nodes, key, "true", log, {"--waiter-ttl", "1s"});
             BOOST_REQUIRE(until_placed(nodes, key, 1));  // so the next one's ticket is higher
@@ -395,7 +422,7 @@ BOOST_AUTO_TEST_CASE(a_fair_waiter_killed_at_the_head_stops_blocking_within_its_
             const auto killed = steady_clock::now();
             int status = 0;
             BOOST_REQUIRE(wait_for_exit(doomed, 5000ms, &status));
-            std::ofstream(go).put('\n');
+            go.open();
             BOOST_REQUIRE(wait_for_exit(holder, 10'000ms, &status));
             BOOST_REQUIRE(wait_for_exit(next, 10'000ms, &status));
             BOOST_TEST(exit_status(status) == 0);

@@ -113,6 +113,19 @@ BOOST_AUTO_TEST_CASE(cache_loads_once)
     BOOST_TEST(has(out, "user:mallory -> (no such user), 0 database queries (the Bloom filter answered)"));
 }
 
+// The example checks its counts itself: with a first node (the store) that refuses every write (maxmemory 1 byte,
+// noeviction), nothing is cached, the hit after the ten callers queries the database again, and the example
+// says so and exits 1 (the lock still has 2 of 3 nodes).
+BOOST_AUTO_TEST_CASE(cache_exits_1_on_a_wrong_count)
+{
+    cluster nodes(3);
+    BOOST_REQUIRE(nodes[0].cli({"CONFIG", "SET", "maxmemory", "1"}) == "OK");
+    const auto result = run_command({REDLOCK_EXAMPLE_CACHE, comma_joined(nodes.urls())}, 60s);
+    BOOST_TEST_MESSAGE("cache:\n" << result.out << result.err);
+    BOOST_TEST(result.exit_code == 1);
+    BOOST_TEST(has(result.err, "error: 3 database queries after a hit, expected 2"), result.err);
+}
+
 BOOST_AUTO_TEST_CASE(the_tutorial_program_locks_and_releases)
 {
     redis_node node;

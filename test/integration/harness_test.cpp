@@ -376,6 +376,39 @@ BOOST_AUTO_TEST_CASE(a_dead_upstream_closes_proxied_connections)
     BOOST_TEST((ec == asio::error::eof));
 }
 
+// A client that closes while the proxy still delays its request: the request reaches the node all the same (as
+// over a slow network), then the proxy closes its side.
+BOOST_AUTO_TEST_CASE(a_delayed_request_reaches_the_node_after_the_client_closed)
+{
+    redis_node node;
+    fault_proxy proxy(node.port());
+    raw_client client(proxy.port());
+    BOOST_TEST(client.command("PING\r\n") == "+PONG\r\n");
+    proxy.set_mode(fault_proxy::mode::delay, 500ms);
+    client.write("SET late 1\r\n");
+    client.close();
+    BOOST_TEST(node.cli({"EXISTS", "late"}) == "0");  // still delayed
+    BOOST_TEST(wait_until([&] { return node.cli({"EXISTS", "late"}) == "1"; }, 3s));
+    BOOST_TEST(wait_until([&] { return proxy.open_connections() == 0u; }, 3s));
+}
+
+// The other way: the node answers QUIT and closes; the delayed +OK still reaches the client, then the end of
+// the stream.
+BOOST_AUTO_TEST_CASE(a_delayed_reply_reaches_the_client_after_the_node_closed)
+{
+    redis_node node;
+    fault_proxy proxy(node.port());
+    raw_client client(proxy.port());
+    BOOST_TEST(client.command("PING\r\n") == "+PONG\r\n");
+    proxy.set_mode(fault_proxy::mode::delay, 300ms);
+    client.write("QUIT\r\n");
+    boost::system::error_code ec;
+    BOOST_TEST(client.read_until("\r\n", 3s, ec) == "+OK\r\n", ec.message());
+    client.read_until("\r\n", 3s, ec);
+    BOOST_TEST((ec == asio::error::eof), ec.message());
+    BOOST_TEST(wait_until([&] { return proxy.open_connections() == 0u; }, 3s));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(scripted)

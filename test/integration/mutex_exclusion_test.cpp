@@ -3,6 +3,8 @@
 // Redlock mutex over 5 nodes; no update is lost. Control runs without the lock lose updates: the check can
 // see a violation.
 #include <common/exclusion_run.hpp>
+#include <common/helper_process.hpp>
+#include <common/subprocess.hpp>
 
 using namespace redlock::test::exclusion;
 using redlock::test::cluster;
@@ -61,10 +63,10 @@ BOOST_AUTO_TEST_CASE(increments_under_the_lock_from_threads_and_processes_lose_n
     const auto start = steady::now();
 
     // The other processes first; the in-process workers start once they are incrementing, so all overlap.
-    std::vector<std::unique_ptr<worker_process>> helpers;
+    std::vector<std::unique_ptr<redlock::test::helper_process>> helpers;
     for (int i = 0; i < processes; ++i) {
-        helpers.push_back(std::make_unique<worker_process>(
-            dir, "helper" + std::to_string(i),
+        helpers.push_back(std::make_unique<redlock::test::helper_process>(
+            "exclusion_worker", dir, "helper" + std::to_string(i),
             std::vector<std::string>{comma_joined(lock_nodes.urls()), counter_node.url(), key,
                                      std::to_string(per_coroutine), std::to_string(process_coroutines),
                                      std::to_string(process_threads)}));
@@ -90,8 +92,8 @@ BOOST_AUTO_TEST_CASE(increments_under_the_lock_from_threads_and_processes_lose_n
         const int status = h->wait(60s);
         BOOST_TEST_MESSAGE("helper: " << h->output());
         BOOST_REQUIRE_MESSAGE(status == 0, "helper exit status " << status << ": " << h->output());
-        helper_increments += h->summary("increments");
-        BOOST_TEST(h->summary("overlaps") == 0);
+        helper_increments += h->field("increments");
+        BOOST_TEST(h->field("overlaps") == 0);
     }
     const long final_count = read_counter(counter_node, key);
     BOOST_TEST_MESSAGE("in-process: " << s->increments << " increments in " << in_process_ms << " ms, "

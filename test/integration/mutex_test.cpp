@@ -388,30 +388,6 @@ std::vector<std::string> subscribed_clients(const redlock::test::redis_node& nod
     return ids;
 }
 
-// How many connections listen to the release channel of `key` on `node`.
-std::string release_listeners(const redlock::test::redis_node& node, const std::string& key)
-{
-    std::istringstream reply(node.cli({"PUBSUB", "NUMSUB", redlock::release_channel(key)}));
-    std::string channel, count;
-    std::getline(reply, channel);
-    std::getline(reply, count);
-    return count;
-}
-
-// Until every running node has exactly `count` listeners (one, by default) on the release channel of `key` (at
-// most 5 s).
-asio::awaitable<bool> all_listening(const cluster& nodes, const std::string& key, std::string count = "1")
-{
-    const auto deadline = steady::now() + 5s;
-    for (;;) {
-        bool all = true;
-        for (std::size_t i = 0; i < nodes.size(); ++i) all = all && release_listeners(nodes[i], key) == count;
-        if (all) co_return true;
-        if (steady::now() >= deadline) co_return false;
-        co_await sleep_for(20ms);
-    }
-}
-
 // A holder with a 60 s TTL and a waiter that would sleep 10 s between attempts: once the waiter was refused
 // and subscribed, `meanwhile` runs (the test's disturbance), then the holder releases. Only the release
 // message can explain a handoff within a round trip or so. Returns how long the handoff took.

@@ -204,7 +204,8 @@ BOOST_AUTO_TEST_CASE(a_node_restarted_under_a_subscribed_waiter_counts_a_restore
                 waited = e;
                 mine = std::move(l);
             });
-        co_await sleep_for(300ms);  // refused, subscribed on every node
+        const bool subscribed = co_await all_listening(nodes, "restored", "1", 10s);  // refused, subscribed everywhere
+        BOOST_REQUIRE_MESSAGE(subscribed, "the waiter did not subscribe on every node");
         BOOST_TEST(waiter.stats().subscriptions_restored == 0u);
         nodes[0].restart();  // the holder's key there is gone; nodes 1 and 2 still refuse the waiter
         for (int i = 0; i < 300 && waiter.stats().subscriptions_restored == 0; ++i) co_await sleep_for(10ms);

@@ -35,6 +35,7 @@
 #include <common/fault_proxy.hpp>
 #include <common/http_client.hpp>
 #include <common/io_thread.hpp>
+#include <common/lock_checks.hpp>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
 #include <common/service_process.hpp>
@@ -147,18 +148,10 @@ private:
 
 const std::string get_healthz = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
 
-std::vector<redlock::node_config> node_configs(const std::vector<std::string>& urls)
-{
-    std::vector<redlock::node_config> nodes;
-    for (const auto& url : urls) nodes.push_back(redlock::parse_url(url));
-    return nodes;
-}
-
 // Holds `key` on the lock nodes from a client of the test's own (as another instance would), until destroyed.
 class lock_held_elsewhere {
 public:
-    lock_held_elsewhere(const cluster& nodes, const std::string& key)
-        : client_(ctx_.get_executor(), node_configs(nodes.urls()))
+    lock_held_elsewhere(const cluster& nodes, const std::string& key) : client_(ctx_.get_executor(), configs(nodes))
     {
         run_coro(ctx_, [&]() -> asio::awaitable<void> {
             redlock::mutex m(client_, key, {.ttl = 30s, .fencing = true});
@@ -184,14 +177,14 @@ private:
 // it settings the command line refuses.
 class in_process_service {
 public:
-    explicit in_process_service(http_inventory::config cfg)
-        : cfg_(std::move(cfg)),
+    in_process_service(const cluster& lock_nodes, http_inventory::config cfg)
+        : cfg_(with_lock_nodes(std::move(cfg), lock_nodes)),
           store_node_(redlock::parse_url(cfg_.store)),
-          locks_(io_.context().get_executor(), node_configs(cfg_.lock_nodes)),
+          locks_(io_.context().get_executor(), configs(lock_nodes)),
           limits_(io_.context().get_executor(), {store_node_}),
           store_(io_.context().get_executor(), store_node_),
           items_(locks_, store_, cfg_.lock_ttl),
-          probe_(io_.context().get_executor(), node_configs(cfg_.lock_nodes), store_node_),
+          probe_(io_.context().get_executor(), configs(lock_nodes), store_node_),
           svc_{cfg_, locks_, limits_, store_, items_, stats_, probe_},
           srv_(io_.context(), svc_)
     {
@@ -238,6 +231,11 @@ public:
     std::atomic<bool> drained{false};
 
 private:
+    static http_inventory::config with_lock_nodes(http_inventory::config cfg, const cluster& lock_nodes)
+    {
+        cfg.lock_nodes = lock_nodes.urls();
+        return cfg;
+    }
     void close()
     {
         locks_.close();
@@ -468,9 +466,7 @@ BOOST_AUTO_TEST_CASE(on_sigterm_readiness_turns_503_an_in_flight_reservation_fin
 
     // Someone else holds the item's lock, so the reservation waits for it in the service.
     asio::io_context ctx;
-    std::vector<redlock::node_config> nodes;
-    for (const auto& url : d.lock_nodes.urls()) nodes.push_back(redlock::parse_url(url));
-    redlock::client other(ctx.get_executor(), nodes);
+    redlock::client other(ctx.get_executor(), configs(d.lock_nodes));
     redlock::lease held;
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         redlock::mutex m(other, "inventory:lock:kiwi", {.ttl = 10s, .fencing = true});
@@ -571,13 +567,12 @@ drained_reservation drain_deadline_during_a_reservation(std::chrono::millisecond
     store_node.cli({"SET", keys.stock, "3"});
     http_inventory::config cfg;
     cfg.listen_port = 0;
-    cfg.lock_nodes = lock_nodes.urls();
     cfg.store = slow_store.url();
     cfg.rate = 0;  // the limiter would go through the slow store too
     cfg.lock_ttl = 10s;
     cfg.request_timeout = 10s;
     cfg.drain_timeout = drain_timeout;  // below the request timeout: what the command line refuses
-    in_process_service svc(cfg);
+    in_process_service svc(lock_nodes, cfg);
     slow_store.set_mode(fault_proxy::mode::delay, 600ms);
 
     drained_reservation out;
@@ -594,7 +589,9 @@ drained_reservation drain_deadline_during_a_reservation(std::chrono::millisecond
     for (std::size_t n = 0; n < lock_nodes.size(); ++n)
         out.lock_left |= lock_nodes[n].cli({"EXISTS", keys.lock}) == "1";
     customer.join();
-    std::this_thread::sleep_for(1300ms);  // what the proxy still had in flight has reached the store
+    // The drain closed the service's store connections; the proxy delivers the chunks it was still delaying (a
+    // request sent before the cancellation reaches the store, as over a slow network), then closes its side.
+    BOOST_TEST_REQUIRE(wait_until([&] { return slow_store.open_connections() == 0u; }, 5s));
     out.stock = store_node.cli({"GET", keys.stock});
     out.order = store_node.cli({"HGET", keys.orders, "order-1"});
     return out;
@@ -636,9 +633,7 @@ BOOST_AUTO_TEST_CASE(a_holder_that_stalled_between_its_read_and_its_write_cannot
     const auto keys = http_inventory::item_keys::of("plum");
     store_node.cli({"SET", keys.stock, "5"});
     asio::io_context ctx;
-    std::vector<redlock::node_config> nodes;
-    for (const auto& url : lock_nodes.urls()) nodes.push_back(redlock::parse_url(url));
-    redlock::client locks(ctx.get_executor(), nodes);
+    redlock::client locks(ctx.get_executor(), configs(lock_nodes));
     redlock::connection store(ctx.get_executor(), redlock::parse_url(store_node.url()));
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         co_await locks.async_connect(asio::use_awaitable);
