@@ -76,8 +76,8 @@ public:
     /// per permit freed) or until enough permits expire, never on a fixed poll. Errors: not_acquired (no room
     /// when the wait ran out), exceeds_limit (at once, without waiting: `permits` is above the limit the nodes
     /// store, which a set_limit or another process made smaller than this handle's; too many nodes refused for it
-    /// for a quorum to grant; `diag.message()` gives the stored limit; a fair waiter leaves the queue), no_quorum,
-    /// timeout (granted too late), invalid_argument (before any I/O: an empty name, a limit outside
+    /// for a quorum to grant; `diag.client_message()` gives the stored limit; a fair waiter leaves the queue),
+    /// no_quorum, timeout (granted too late), invalid_argument (before any I/O: an empty name, a limit outside
     /// [1, max_limit], permits outside [1, limit], fencing, bad options); `diag.nodes()` tells what each node
     /// answered in the last attempt.
     /// Signature: void(error_code, permit). Cancellation: terminal, partial and total; completes promptly and

@@ -1,9 +1,9 @@
 // Never more than `limit` holders under faults: worker processes (test/helpers/semaphore_worker.cpp) take permits
-// again and again on 1, 3 and 5 nodes, and register each grant on an observer node; the test SIGKILLs a worker
-// while it holds a permit (whose units stay on the nodes until their TTL) and, over several nodes, pauses one node
-// and kills and restarts another (with its data). Every registration counts the holders whose validity has not
-// ended: none ever sees more than the limit. Grants go on inside each fault exactly when the permit quorum
-// tolerates a node failure. Every key the nodes hold has a TTL throughout, and none is left once the last lease
+// again and again on 1, 3 and 5 nodes, and register each grant on an observer node; the test SIGKILLs a first
+// worker while it holds a permit (whose units stay on the nodes until their TTL), starts four more and, over several
+// nodes, pauses one node and kills and restarts another (with its data). Every registration counts the holders whose
+// validity has not ended: none ever sees more than the limit. Grants go on inside each fault exactly when the permit
+// quorum tolerates a node failure. Every key the nodes hold has a TTL throughout, and none is left once the last lease
 // and the key margin have passed; held + available is the limit again.
 #include <redlock/redlock.hpp>
 
@@ -13,14 +13,15 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <common/helper_process.hpp>
 #include <common/lock_checks.hpp>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
 #include <common/subprocess.hpp>
 #include <csignal>
+#include <memory>
 #include <optional>
 #include <quorum/tally.hpp>
-#include <regex>
 #include <sstream>
 #include <sys/wait.h>
 #include <thread>
@@ -30,6 +31,7 @@ namespace data = boost::unit_test::data;
 using namespace std::chrono_literals;
 using redlock::test::cluster;
 using redlock::test::comma_joined;
+using redlock::test::helper_process;
 using redlock::test::redis_node;
 using steady = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
@@ -41,6 +43,15 @@ const std::string name = "permits";
 // (semaphore_scripts::key_margin): how long a key may outlive the last write.
 constexpr auto worker_ttl = 1500ms;
 constexpr auto key_margin = 1000ms;
+// The workers' node_timeout: a request still on its way when a worker's last call returned (a clean-up sent as a
+// try failed) lands within it.
+constexpr auto worker_node_timeout = 100ms;
+constexpr int worker_coroutines = 3;
+#ifdef REDLOCK_TEST_SANITIZED
+constexpr int slowdown = 4;  // sanitized workers start and run several times slower
+#else
+constexpr int slowdown = 1;
+#endif
 
 struct shape {
     int nodes;
@@ -59,11 +70,6 @@ std::ostream& operator<<(std::ostream& os, const shape& s)
     return os << s.nodes << " nodes, limit " << s.limit << (s.fair ? ", fair" : "") << " (Q = " << s.quorum() << ")";
 }
 
-struct worker {
-    pid_t pid;
-    std::string log;
-};
-
 // A fault, in the wall-clock ms the workers log their grants in.
 struct window {
     long long from = 0, to = 0;
@@ -71,31 +77,18 @@ struct window {
 
 long long wall_ms()
 {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
+    return std::stoll(redlock::test::unix_ms_in(0ms));
 }
 
-worker start_worker(const cluster& nodes, const redis_node& observer, const shape& s, const std::string& dir, int index,
-                    std::chrono::milliseconds duration)
+// A worker taking permits for `duration`; stopped (SIGTERM) if the test ends first.
+std::unique_ptr<helper_process> start_worker(const cluster& nodes, const redis_node& observer, const shape& s,
+                                             const std::string& dir, int index, std::chrono::milliseconds duration)
 {
-    worker w{0, dir + "/worker" + std::to_string(index) + ".log"};
-    std::vector<std::string> args{std::string(REDLOCK_TEST_HELPER_DIR) + "/helper_semaphore_worker",
-                                  comma_joined(nodes.urls()),
-                                  observer.url(),
-                                  name,
-                                  std::to_string(s.limit),
-                                  "3",
-                                  std::to_string(duration.count())};
+    std::vector<std::string> args{comma_joined(nodes.urls()), observer.url(), name, std::to_string(s.limit)};
+    args.push_back(std::to_string(worker_coroutines));
+    args.push_back(std::to_string(duration.count()));
     if (s.fair) args.emplace_back("fair");
-    w.pid = redlock::test::spawn_process({args, redlock::test::environment_with({}), w.log});
-    return w;
-}
-
-long field(const std::string& log, const std::string& field_name)
-{
-    std::smatch m;
-    if (!std::regex_search(log, m, std::regex(field_name + "=(\\d+)"))) return -1;
-    return std::stol(m[1]);
+    return std::make_unique<helper_process>("semaphore_worker", dir, "worker" + std::to_string(index), std::move(args));
 }
 
 std::vector<std::string> lines(const std::string& text)
@@ -107,19 +100,42 @@ std::vector<std::string> lines(const std::string& text)
     return out;
 }
 
-// Stops `pid` (SIGSTOP, waited for) while it holds a permit, and returns that permit's id. A holder is registered
+std::string outputs(const std::vector<std::unique_ptr<helper_process>>& workers)
+{
+    std::string out;
+    for (std::size_t i = 0; i < workers.size(); ++i)
+        out += "\nworker " + std::to_string(i) + ": " + workers[i]->output();
+    return out;
+}
+
+// Whether `worker` registered a grant on the observer (its grants are "<called> <pid>:...") within `limit`.
+bool granted_once(const helper_process& worker, const redis_node& observer, std::chrono::milliseconds limit)
+{
+    const auto mine = " " + std::to_string(worker.pid()) + ":";
+    return redlock::test::wait_until(
+        [&] {
+            return observer.cli({"ZRANGE", name + ":grants", "0", "-1"}).find(mine) != std::string::npos;
+        },
+        limit);
+}
+
+// Stops `worker` (SIGSTOP, waited for) while it holds a permit, and returns that permit's id. A holder is registered
 // on the observer as "<pid>:<coroutine>:<n>:<permit id>" before it unregisters and then releases: registered
 // while stopped means its permit is still on the nodes. Otherwise it continues and is looked at again.
-std::optional<std::string> stop_while_holding(pid_t pid, const redis_node& observer, steady::time_point deadline)
+std::optional<std::string> stop_while_holding(const helper_process& worker, const redis_node& observer,
+                                              steady::time_point deadline)
 {
-    const auto prefix = std::to_string(pid) + ":";
+    const auto prefix = std::to_string(worker.pid()) + ":";
     while (steady::now() < deadline) {
-        ::kill(pid, SIGSTOP);
-        int status = 0;
-        if (::waitpid(pid, &status, WUNTRACED) != pid || !WIFSTOPPED(status)) return std::nullopt;
+        worker.signal(SIGSTOP);
+        siginfo_t info{};
+        // WNOWAIT: an exit is left for the worker's own wait (it must not be reaped here).
+        if (::waitid(P_PID, static_cast<id_t>(worker.pid()), &info, WSTOPPED | WEXITED | WNOWAIT) != 0 ||
+            info.si_code != CLD_STOPPED)
+            return std::nullopt;
         for (const auto& holder : lines(observer.cli({"ZRANGE", name + ":holders", "0", "-1"})))
             if (holder.starts_with(prefix)) return holder.substr(holder.rfind(':') + 1);
-        ::kill(pid, SIGCONT);
+        worker.signal(SIGCONT);
         std::this_thread::sleep_for(3ms);
     }
     return std::nullopt;
@@ -133,14 +149,14 @@ std::size_t nodes_with_unit(const cluster& nodes, const std::string& permit_id)
     return n;
 }
 
-// Keys without a TTL, on any node: "node i: key". A key gone between KEYS and PTTL (-2) expired as it should.
+// Keys without a TTL (PTTL -1), on any node: "node i: key". A key gone between KEYS and PTTL (-2), or at 0 (expiring
+// now), expires as it should.
 std::vector<std::string> keys_without_ttl(const cluster& nodes)
 {
     std::vector<std::string> out;
     for (std::size_t i = 0; i < nodes.size(); ++i)
         for (const auto& key : lines(nodes[i].cli({"KEYS", "*"})))
-            if (const auto ttl = std::stoll(nodes[i].cli({"PTTL", key})); ttl <= 0 && ttl != -2)
-                out.push_back("node " + std::to_string(i) + ": " + key + " (PTTL " + std::to_string(ttl) + ")");
+            if (std::stoll(nodes[i].cli({"PTTL", key})) == -1) out.push_back("node " + std::to_string(i) + ": " + key);
     return out;
 }
 
@@ -161,26 +177,26 @@ long grants_within(const redis_node& observer, const window& w)
 BOOST_DATA_TEST_CASE(never_more_than_limit_holders_under_killed_holders_and_node_faults,
                      data::make({shape{1, 3, false}, shape{3, 2, false}, shape{5, 2, false}, shape{3, 2, true}}), s)
 {
-    constexpr auto duration = 7000ms;  // the faults end by 1.5 s + worker_ttl + 3.6 s
+    constexpr auto duration = 6500ms;  // from the kill: the faults end by worker_ttl + 3.6 s
     redlock::test::node_options persistent;
     persistent.persistence = true;  // a restarted node keeps the permits it granted
     cluster nodes(static_cast<std::size_t>(s.nodes), persistent);
     redis_node observer;
     const auto dir = redlock::test::make_temp_dir("semaphore-fault-");
-    const auto start = steady::now();
-    std::vector<worker> workers;
-    for (int i = 0; i < 4; ++i) workers.push_back(start_worker(nodes, observer, s, dir, i, duration));
+    std::vector<std::unique_ptr<helper_process>> workers;
 
-    // Worker 0 is killed while it holds a permit: its units stay on a quorum of nodes until their TTL.
-    std::this_thread::sleep_until(start + 500ms);
-    const auto orphan = stop_while_holding(workers[0].pid, observer, start + 1500ms);
-    ::kill(workers[0].pid, SIGKILL);
-    BOOST_REQUIRE(redlock::test::wait_for_exit(workers[0].pid, 2s));
+    // Worker 0 is killed while it holds a permit: its units stay on a quorum of nodes until their TTL. Alone, it
+    // holds most of the time once it has connected (slow under sanitizers): from its first grant on, it is
+    // stopped and looked at until it is caught holding.
+    workers.push_back(start_worker(nodes, observer, s, dir, 0, 60s));
+    BOOST_TEST_REQUIRE(granted_once(*workers[0], observer, 10s * slowdown), "worker 0 took no permit");
+    const auto orphan = stop_while_holding(*workers[0], observer, steady::now() + 5s * slowdown);
+    workers[0]->signal(SIGKILL);
+    BOOST_REQUIRE(workers[0]->wait(2s) >= 0);
     const auto killed = steady::now();
-    BOOST_TEST_REQUIRE(orphan.has_value(), "worker 0 never held a permit within a second");
+    BOOST_TEST_REQUIRE(orphan.has_value(), "worker 0 was never seen holding a permit");
     BOOST_TEST(nodes_with_unit(nodes, *orphan) >= s.quorum(), "the killed worker's permit is not on a quorum");
-    workers.push_back(start_worker(nodes, observer, s, dir, 4,
-                                   duration - std::chrono::duration_cast<std::chrono::milliseconds>(killed - start)));
+    for (int i = 1; i <= 4; ++i) workers.push_back(start_worker(nodes, observer, s, dir, i, duration));
 
     // The node faults follow, one node down at a time, once the orphan's TTL has passed (with limit 1 it holds
     // the only permit until then).
@@ -207,15 +223,24 @@ BOOST_DATA_TEST_CASE(never_more_than_limit_holders_under_killed_holders_and_node
     BOOST_TEST(untimed.empty(), comma_joined(untimed));
     {
         std::this_thread::sleep_until(std::max(steady::now(), killed + worker_ttl));
-        const auto deadline = steady::now() + 1s;
+        const auto deadline = steady::now() + 1s * slowdown;
         while (nodes_with_unit(nodes, *orphan) > 0 && steady::now() < deadline) std::this_thread::sleep_for(10ms);
         BOOST_TEST(nodes_with_unit(nodes, *orphan) == 0u, "the killed worker's unit outlived its TTL");
     }
 
-    // The workers stop taking permits at start + duration (their last acquire lands within an attempt's time,
-    // the slack). Once the longest lease and the key margin have passed since, nothing is left on any node. (The
-    // workers exit later: a closed client's timers linger.)
-    std::this_thread::sleep_until(start + duration + 300ms + worker_ttl + key_margin);
+    // Each coroutine of the workers left records on the observer when its last call returned (NAME:finished).
+    // Once the longest lease and the key margin have passed since the latest (and the node timeout, for a clean-up
+    // still on its way), nothing is left on any node. (The workers exit later: a closed client's timers linger.)
+    const auto finishing = static_cast<std::size_t>((workers.size() - 1) * worker_coroutines);
+    BOOST_REQUIRE_MESSAGE(redlock::test::wait_until(
+                              [&] {
+                                  return observer.cli({"ZCARD", name + ":finished"}) == std::to_string(finishing);
+                              },
+                              duration + 30s),
+                          "the workers did not all finish: " << outputs(workers));
+    const auto last_call = lines(observer.cli({"ZRANGE", name + ":finished", "-1", "-1", "WITHSCORES"})).at(1);
+    const auto empty_at = std::stoll(last_call) + (worker_ttl + key_margin + worker_node_timeout).count();
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::max(0LL, empty_at - wall_ms())));
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         const auto left = nodes[i].cli({"KEYS", "*"});
         BOOST_TEST(left.empty(), "node " << i << " keeps " << left);
@@ -223,13 +248,13 @@ BOOST_DATA_TEST_CASE(never_more_than_limit_holders_under_killed_holders_and_node
 
     long grants = 0, overlaps = 0, most = 0;
     for (std::size_t i = 1; i < workers.size(); ++i) {
-        int status = 0;
-        BOOST_REQUIRE_MESSAGE(redlock::test::wait_for_exit(workers[i].pid, 30s, &status), "a worker hangs");
-        const auto log = redlock::test::file_contents(workers[i].log);
-        BOOST_TEST(redlock::test::exit_status(status) == 0, log);
-        grants += std::max(0L, field(log, "grants"));
-        overlaps += field(log, "overlaps");
-        most = std::max(most, field(log, "most"));
+        const auto status = workers[i]->wait(30s);
+        BOOST_REQUIRE_MESSAGE(status >= 0, "worker " << i << " hangs");
+        const auto log = workers[i]->output();
+        BOOST_TEST(status == 0, log);
+        grants += std::max(0L, workers[i]->field("grants"));
+        overlaps += workers[i]->field("overlaps");
+        most = std::max(most, workers[i]->field("most"));
         BOOST_TEST_MESSAGE("worker " << i << ": " << log);
     }
     BOOST_TEST(overlaps == 0);

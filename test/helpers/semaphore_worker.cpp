@@ -6,7 +6,9 @@
 //   OBSERVER_URL  where holders register: ZADD NAME:holders <end of validity, wall-clock ms> <holder>, the holder
 //                 being "<pid>:<coroutine>:<n>:<permit id>"; and every grant: ZADD NAME:grants <wall-clock ms now>
 //                 "<wall-clock ms when the try-acquire was called> <holder>", so the test can tell the grants
-//                 whose whole attempt fell inside a fault
+//                 whose whole attempt fell inside a fault; and, once a coroutine's last call has returned,
+//                 ZADD NAME:finished <wall-clock ms> "<pid>:<coroutine>", so the test knows when the last write
+//                 to the semaphore's keys was made
 // Each holder registers when granted, counts the registered holders whose validity has not ended (itself
 // included), holds a few ms, unregisters and releases. A holder killed meanwhile stays registered until its
 // validity ends: its permit may be taken only after that. A count above LIMIT is an overlap.
@@ -61,6 +63,19 @@ long long wall_ms()
 
 using helpers::pause;
 
+// Once a coroutine's last call has returned: when, on the observer.
+asio::awaitable<void> record_finished(run& r, const std::string& me)
+{
+    redlock::request done;
+    done.push("ZADD", r.name + ":finished", wall_ms(), me);
+    redlock::response added;
+    auto [ec] = co_await r.observer.async_exec(done, added, use_tuple);
+    if (ec) {
+        std::fprintf(stderr, "observer: %s\n", ec.message().c_str());
+        r.failed = true;
+    }
+}
+
 asio::awaitable<void> holder(run& r, int index)
 {
     std::minstd_rand rng(static_cast<unsigned>(getpid() * 100 + index));
@@ -103,6 +118,7 @@ asio::awaitable<void> holder(run& r, int index)
         auto [e2] = co_await p.async_release(use_tuple);
         if (e2) ++r.release_failures;
     }
+    co_await record_finished(r, me);
 }
 
 }  // namespace

@@ -175,10 +175,11 @@ BOOST_AUTO_TEST_CASE(a_request_of_several_permits_at_the_head_waits_and_holds_ba
 }
 
 // The other side of dropping dead waiters: a live one is never dropped, however long it waits. A waiter with a
-// waiter TTL of 600 ms waits 3.5 s (almost six of its TTLs) behind a held permit, with another waiter queued behind
-// it: its heartbeats keep it first on every node, and it is served first. (A waiter that slept until the holder's
-// TTL without heartbeating, or whose heartbeat did not refresh its entry, would be dropped and served after the
-// other one.)
+// waiter TTL of 1 s waits 4.5 s (four and a half of its TTLs) behind a held permit, with another waiter queued
+// behind it: its heartbeats keep it first on every node, and it is served first. (A waiter that slept until the
+// holder's TTL without heartbeating, or whose heartbeat did not refresh its entry, would be dropped and served after
+// the other one.) The TTL is 1 s, not shorter: the probes run redis-cli on this thread, which sends the heartbeats
+// too, and a loaded machine must not make a live waiter miss three in a row.
 BOOST_DATA_TEST_CASE(a_live_waiter_keeps_its_place_however_long_it_waits, data::make({1, 3}), n)
 {
     cluster nodes(static_cast<std::size_t>(n));
@@ -190,8 +191,8 @@ BOOST_DATA_TEST_CASE(a_live_waiter_keeps_its_place_however_long_it_waits, data::
         for (auto* c : {&holder, &first_client, &second_client}) co_await c->async_connect(asio::use_awaitable);
         auto [ec, held] = co_await redlock::semaphore(holder, name, 1, fair()).async_acquire(use_tuple);
         BOOST_REQUIRE_MESSAGE(!ec, ec.message());
-        auto short_lived = fair(600ms);
-        short_lived.node_timeout = 150ms;  // below waiter_ttl / 3
+        auto short_lived = fair(1000ms);
+        short_lived.node_timeout = 150ms;  // well below waiter_ttl / 3
         std::vector<std::string> order;
         redlock::permit first, second;
         redlock::semaphore(first_client, name, 1, short_lived).async_acquire([&](error_code e, redlock::permit p) {
@@ -207,7 +208,7 @@ BOOST_DATA_TEST_CASE(a_live_waiter_keeps_its_place_however_long_it_waits, data::
             second = std::move(p);
         });
         BOOST_REQUIRE(co_await until_queued(nodes[0], 2));
-        co_await sleep_for(3500ms);
+        co_await sleep_for(4500ms);
         for (std::size_t i = 0; i < nodes.size(); ++i) {
             BOOST_TEST(queued(nodes[i]) == 2u, "node " << i);
             BOOST_TEST(nodes[i].cli({"ZRANGE", queue_key, "0", "0"}) == first_member, "node " << i);

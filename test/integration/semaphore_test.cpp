@@ -11,6 +11,7 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <common/fair_queue.hpp>
 #include <common/lock_checks.hpp>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
@@ -48,14 +49,14 @@ long units_on(const redlock::test::redis_node& node)
     return std::stol(node.cli({"ZCARD", name}));
 }
 
-// Waiters in the fair queue of every node.
-asio::awaitable<bool> until_queued(const cluster& nodes, long waiters)
+// Waiters in the fair queue of every node (the queue's key follows the semaphore's name: aux_name).
+asio::awaitable<bool> until_queued(const cluster& nodes, std::size_t waiters)
 {
     const auto deadline = steady::now() + 3s;
     for (;;) {
         bool all = true;
         for (std::size_t i = 0; i < nodes.size(); ++i)
-            all = all && std::stol(nodes[i].cli({"ZCARD", "{workers}:queue"})) == waiters;
+            all = all && redlock::test::fair_queue_length(nodes[i], name) == waiters;
         if (all) co_return true;
         if (steady::now() >= deadline) co_return false;
         co_await sleep_for(5ms);
@@ -224,7 +225,7 @@ BOOST_AUTO_TEST_CASE(an_abandoned_semaphore_leaves_no_key_behind)
             auto [ec, held] = co_await s.async_acquire(use_tuple);
             BOOST_REQUIRE_MESSAGE(!ec, ec.message());
             s.async_acquire([](error_code, redlock::permit) {});  // a waiter, queued behind
-            while (nodes[0].cli({"ZCARD", "{workers}:queue"}) != "1") co_await sleep_for(5ms);
+            while (redlock::test::fair_queue_length(nodes[0], name) != 1) co_await sleep_for(5ms);
             for (const auto& key : {name, std::string("{workers}:limit"), std::string("{workers}:queue"),
                                     std::string("{workers}:alive"), std::string("{workers}:ticket")})
                 BOOST_TEST(std::stol(nodes[0].cli({"PTTL", key})) > 0, key << " has no TTL");

@@ -9,7 +9,9 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <memory>
 #include <random>
+#include <string>
 
 namespace redlock::detail {
 
@@ -42,6 +44,13 @@ double unit_random()
 {
     thread_local std::minstd_rand rng(std::random_device{}());
     return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
+
+// Leaves the gate `id` after `delay`, on the client's strand; the client lives until then.
+void leave_gate_after(const std::shared_ptr<client_impl>& client, std::string id, clock::duration delay)
+{
+    auto timer = std::make_shared<asio::steady_timer>(client->strand(), delay);
+    timer->async_wait([client, id = std::move(id), timer](error_code) { client->gates().leave(id); });
 }
 
 bool cancelled(asio::cancellation_state state)
@@ -81,7 +90,6 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
         attempt_result result;
         bool notified_before = false;  // messages could be relied on when the attempt was sent
         clock::duration attempt_took{};
-        bool cancelled_holding = false;  // the caller gave up while this attempt held the gate after a split
         {
             gate_pass gate(client->gates(), plan.gate_id);
             if (!gate.try_enter()) {
@@ -99,24 +107,20 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
             // A split vote undone while another coroutine of this client waits for the gate: handed the gate at
             // once, its attempt would follow this one's clean-up on the same connections, win the same nodes back
             // and split again in step with the other contender; with a silent node every split waits for its
-            // deadline, and grants all but stop. Holding the gate a random moment of up to one attempt lets
-            // another client take those nodes. Not when this call ends here (a conclusive failure, or no wait
-            // left: a try must not come back up to an attempt late), nor past the call's deadline.
+            // deadline, and grants all but stop. The gate stays taken a random moment of up to one attempt, which
+            // lets another client take those nodes. A timer hands it on: this call goes on at once (a try comes
+            // back, a waiter pauses, a cancellation is seen), so it is never late for the hold. Not after a
+            // conclusive failure (exceeds_limit).
             if (result.failure && result.refused && !result.conclusive && !result.granted_on.empty() &&
-                clock::now() < plan.wait_until && gate.contended()) {
-                asio::steady_timer hold(client->strand());
-                const auto random =
-                    clock::now() + std::chrono::duration_cast<clock::duration>(attempt_took * unit_random());
-                hold.expires_at(std::min(random, plan.wait_until));
-                co_await hold.async_wait(asio::as_tuple(asio::use_awaitable));
-                // The cancellation went to the hold's timer: the loop must not sleep on with it lost. (The attempt's
-                // clean-up is on its way already.)
-                cancelled_holding = cancelled(co_await asio::this_coro::cancellation_state);
+                gate.contended()) {
+                gate.keep_taken();
+                leave_gate_after(client, plan.gate_id,
+                                 std::chrono::duration_cast<clock::duration>(attempt_took * unit_random()));
             }
             if (!result.failure || result.refused) watcher.acting_on_release = false;  // it had its answer
         }  // the outcome is known: the client's next waiter may try
         if (!result.failure) co_return end({}, std::move(result.granted));
-        if (result.failure == asio::error::operation_aborted || cancelled_holding) co_return aborted();
+        if (result.failure == asio::error::operation_aborted) co_return aborted();
 
         if (result.conclusive) co_return end(result.failure, nullptr);
         if (clock::now() >= plan.wait_until) {

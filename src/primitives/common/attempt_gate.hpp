@@ -54,6 +54,8 @@ public:
     }
     /// Held, and another coroutine waits for it.
     bool contended() const { return held_ && gates_.contended(id_); }
+    /// Ends this pass without leaving: the gate stays taken until someone calls attempt_gates::leave for it.
+    void keep_taken() noexcept { held_ = false; }
     void leave()
     {
         if (held_) gates_.leave(id_);

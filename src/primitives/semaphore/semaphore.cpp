@@ -38,16 +38,19 @@ std::size_t quorum_from_reports(const lock_call& call, const fan_out_state& answ
 }
 
 // More nodes than may fail refused because the permits asked are above the limit they store (a set_limit lowered
-// it): no quorum can grant them while those limits stand, and waiting would only hold a fair queue back. Says so
-// with the stored limit; empty when a refusal may still pass.
+// it, or a raise missed them): no quorum can grant them while those limits stand, and waiting would only hold a
+// fair queue back. Says so with the stored limit, and whether other nodes store one large enough (then the nodes
+// disagree: the fix is a set_limit that reaches them all); empty when a refusal may still pass.
 std::string permits_above_stored_limit(const lock_call& call, const fan_out_state& answers)
 {
     std::size_t below = 0;
     std::int64_t least = 0, most = 0;  // the limits those nodes store
+    std::int64_t largest = 0;          // the largest any node reports
     for (std::size_t i = 0; i < answers.replies.size(); ++i) {
-        if (!answers.answered(i) || answers.votes[i] != vote::no) continue;
+        if (!answers.answered(i) || answers.votes[i] == vote::error) continue;
         const auto limit = semaphore_scripts::reported_limit(answers.replies[i]);
-        if (!limit || *limit >= call.permits) continue;
+        if (limit) largest = std::max(largest, *limit);
+        if (answers.votes[i] != vote::no || !limit || *limit >= call.permits) continue;
         least = below == 0 ? *limit : std::min(least, *limit);
         most = std::max(most, *limit);
         ++below;
@@ -57,10 +60,13 @@ std::string permits_above_stored_limit(const lock_call& call, const fan_out_stat
     if (below == 0 || below + quorum <= nodes) return {};
     const auto stored = least == most ? "a limit of " + std::to_string(most)
                                       : "limits of " + std::to_string(least) + " to " + std::to_string(most);
-    return std::to_string(call.permits) + " permits asked, but " + std::to_string(below) + " of " +
-           std::to_string(nodes) + " nodes store " + stored + " (this semaphore names " + std::to_string(call.limit) +
-           "; async_set_limit changes the stored one); a grant needs " + std::to_string(quorum) +
-           " nodes, so none is possible until the limit is raised";
+    auto text = std::to_string(call.permits) + " permits asked, but " + std::to_string(below) + " of " +
+                std::to_string(nodes) + " nodes store " + stored + " (this semaphore names " +
+                std::to_string(call.limit) + "; async_set_limit changes the stored one); a grant needs " +
+                std::to_string(quorum) + " nodes, so none is possible ";
+    if (largest < call.permits) return text + "until the limit is raised";
+    return text + "while they do. Other nodes store " + std::to_string(largest) +
+           ": the nodes disagree (a set_limit reached only some of them); run async_set_limit again";
 }
 
 std::string invalid_semaphore_arguments(const client_impl& client, const std::string& name, std::int64_t limit,
