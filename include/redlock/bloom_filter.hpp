@@ -2,6 +2,7 @@
 // before it asks the source. doc/cache.md#bloom-filter.
 #pragma once
 
+#include <redlock/diagnostics.hpp>
 #include <redlock/error.hpp>
 #include <redlock/node.hpp>
 #include <redlock/request.hpp>
@@ -31,13 +32,15 @@ std::unique_ptr<bloom_exchange> bloom_request(const std::string& name, std::uint
                                               const std::vector<std::string>& items, bool add);
 /// The filter's reply: how many items were new (add), or which are present (test).
 error_code bloom_added(const response& resp, std::uint64_t& added);
-error_code bloom_present(const response& resp, std::size_t items, std::vector<bool>& present);
+error_code bloom_present(const response& resp, std::size_t items, std::vector<bool>& present, bool& missing);
+void report_missing_filter(diagnostics& diag, const std::string& name);
 
 template <class Result>
 struct bloom_op {
     std::shared_ptr<node> store;
     std::unique_ptr<bloom_exchange> io;  // stays put while the op moves: the node keeps references to it
     std::size_t items;
+    diagnostics* diag = nullptr;  // told when the filter is missing
     bool started = false;
 
     template <class Self>
@@ -54,10 +57,13 @@ struct bloom_op {
         Result result{};
         if (!io) return self.complete(make_error_code(error::invalid_argument), std::move(result));
         if (!ec || ec == error::server_error) {
-            if constexpr (std::is_same_v<Result, std::uint64_t>)
+            if constexpr (std::is_same_v<Result, std::uint64_t>) {
                 ec = bloom_added(io->resp, result);
-            else
-                ec = bloom_present(io->resp, items, result);
+            } else {
+                bool missing = false;
+                ec = bloom_present(io->resp, items, result, missing);
+                if (missing && diag) report_missing_filter(*diag, io->routing_key);
+            }
         }
         self.complete(ec, std::move(result));
     }
@@ -101,25 +107,34 @@ public:
     template <boost::asio::completion_token_for<void(error_code, std::uint64_t)> Token = boost::asio::deferred_t>
     auto async_add(std::vector<std::string> items, Token&& token = {}) const
     {
-        return start<std::uint64_t>(items, true, std::forward<Token>(token));
+        return start<std::uint64_t>(items, true, nullptr, std::forward<Token>(token));
     }
 
     /// Whether each of `items` may be in (GETBIT of its k bits, in one script call, stopping at the first unset
     /// bit). Signature: void(error_code, std::vector<bool>), one answer per item. Errors, cancellation and
-    /// lifetime: as async_add. An empty filter (nothing added yet) says absent for every item.
+    /// lifetime: as async_add. A filter that does not exist on the store (nothing added yet, or lost to a
+    /// FLUSHDB, a restart without persistence or an eviction) can rule nothing out: every item reads as maybe
+    /// present (true), and the overload with `diag` says so in diag.client_message() (empty otherwise).
     template <boost::asio::completion_token_for<void(error_code, std::vector<bool>)> Token = boost::asio::deferred_t>
     auto async_contains(std::vector<std::string> items, Token&& token = {}) const
     {
-        return start<std::vector<bool>>(items, false, std::forward<Token>(token));
+        return start<std::vector<bool>>(items, false, nullptr, std::forward<Token>(token));
+    }
+    template <boost::asio::completion_token_for<void(error_code, std::vector<bool>)> Token = boost::asio::deferred_t>
+    auto async_contains(std::vector<std::string> items, diagnostics& diag, Token&& token = {}) const
+    {
+        diag.clear();
+        return start<std::vector<bool>>(items, false, &diag, std::forward<Token>(token));
     }
 
 private:
     template <class Result, class Token>
-    auto start(const std::vector<std::string>& items, bool add, Token&& token) const
+    auto start(const std::vector<std::string>& items, bool add, diagnostics* diag, Token&& token) const
     {
         return boost::asio::async_compose<Token, void(error_code, Result)>(
-            detail::bloom_op<Result>{
-                store_, store_ ? detail::bloom_request(name_, bits_, hashes_, items, add) : nullptr, items.size()},
+            detail::bloom_op<Result>{store_,
+                                     store_ ? detail::bloom_request(name_, bits_, hashes_, items, add) : nullptr,
+                                     items.size(), diag},
             token);
     }
 

@@ -56,6 +56,9 @@ struct client_stats {
     std::uint64_t losses = 0;  ///< leases lost (validity ended without an extension, or taken by others)
     /// Release-channel subscriptions restored after reconnects, over every node.
     std::uint64_t subscriptions_restored = 0;
+    /// cache_guard misses (on this client's guards) that found their Bloom filter missing on the store: they read
+    /// every key as maybe present and load it. Rebuild the filter (doc/cache.md, "Bloom filter").
+    std::uint64_t bloom_filter_missing = 0;
     std::vector<node_stats> nodes;
 };
 

@@ -408,6 +408,47 @@ BOOST_AUTO_TEST_CASE(a_key_the_bloom_filter_does_not_contain_never_reaches_the_l
     });
 }
 
+// Defect: the filter's lookup did not check that the filter exists. After a FLUSHDB (or a restart without
+// persistence, or an eviction) every key read as absent and the guard answered "does not exist" without loading.
+// A missing filter rules nothing out: the guard loads, counts it and logs a warning.
+BOOST_AUTO_TEST_CASE(a_lost_bloom_filter_hides_no_key)
+{
+    cache_rig rig;
+    redlock::bloom_filter known(rig.store, "users:known", 1000, 0.01);
+    redlock::cache_guard guard(rig.locks, rig.store, known, quick);
+    std::vector<std::string> warnings;
+    rig.locks.set_log_handler([&](redlock::log_level level, std::string_view text) {
+        if (level == redlock::log_level::warning) warnings.emplace_back(text);
+    });
+    auto log = std::make_shared<load_log>();
+    run_coro(rig.ctx, [&]() -> asio::awaitable<void> {
+        std::vector<std::string> items{"user:1"};
+        co_await known.async_add(items, asio::use_awaitable);
+        rig.store_node().cli({"FLUSHDB"});
+
+        std::vector<std::string> both{"user:1", "user:2"};
+        redlock::diagnostics diag;
+        auto present = co_await known.async_contains(both, diag, asio::use_awaitable);
+        BOOST_TEST(present == (std::vector<bool>{true, true}));
+        BOOST_TEST(diag.client_message().find("does not exist") != std::string_view::npos, diag.client_message());
+
+        auto value = co_await guard.async_get_or_load("user:1", loader_of(log, "ada"), asio::use_awaitable);
+        BOOST_TEST(value.value_or("(none)") == "ada");
+        BOOST_TEST(log->runs == 1);
+        BOOST_TEST(rig.locks.stats().bloom_filter_missing == 1u);
+        BOOST_REQUIRE(warnings.size() == 1u);
+        BOOST_TEST(warnings[0].find("users:known") != std::string::npos, warnings[0]);
+
+        // The bitmap alone evicted (its shape key left) is as missing as both.
+        co_await known.async_add(items, asio::use_awaitable);
+        rig.store_node().cli({"DEL", "users:known"});
+        auto again = co_await guard.async_get_or_load("user:3", loader_of(log, "alan"), asio::use_awaitable);
+        BOOST_TEST(again.value_or("(none)") == "alan");
+        BOOST_TEST(rig.locks.stats().bloom_filter_missing == 2u);
+        BOOST_TEST(warnings.size() == 1u);  // at most one warning a minute
+    });
+}
+
 BOOST_AUTO_TEST_CASE(jittered_ttls_spread_over_the_store_without_clustering)
 {
     // 1,000 values loaded together with ttl 100 s +- 10%: their TTLs in the store fill 10 bins of 2 s evenly

@@ -57,6 +57,7 @@ void client_counters::snapshot(client_stats& out) const noexcept
     out.releases = read(releases_);
     out.release_failures = read(release_failures_);
     out.losses = read(losses_);
+    out.bloom_filter_missing = read(bloom_filter_missing_);
 }
 
 }  // namespace redlock::detail

@@ -20,6 +20,7 @@ public:
     void extension(bool ok) noexcept { bump(ok ? extensions_ : extension_failures_); }
     void release(bool ok) noexcept { bump(ok ? releases_ : release_failures_); }
     void loss() noexcept { bump(losses_); }
+    void bloom_filter_missing() noexcept { bump(bloom_filter_missing_); }
 
     /// Fills everything but the nodes.
     void snapshot(client_stats& out) const noexcept;
@@ -35,6 +36,7 @@ private:
     counter latency_ns_{0};
     counter handoffs_{0}, wakeups_by_message_{0}, wakeups_by_timer_{0};
     counter extensions_{0}, extension_failures_{0}, releases_{0}, release_failures_{0}, losses_{0};
+    counter bloom_filter_missing_{0};
 };
 
 }  // namespace redlock::detail

@@ -104,6 +104,9 @@ std::string to_prometheus(const client_stats& s, std::string_view prefix, std::s
     e.sample(s.losses);
     e.family("subscriptions_restored_total", "counter", "Release-channel subscriptions restored after reconnects.");
     e.sample(s.subscriptions_restored);
+    e.family("bloom_filter_missing_total", "counter",
+             "Cache guard misses that found their Bloom filter missing (they load every key).");
+    e.sample(s.bloom_filter_missing);
     e.family("node_errors_total", "counter", "Failed answers of each node (timeouts, broken connections, errors).");
     for (const auto& n : s.nodes) e.sample(n.errors, label("node", n.node));
     e.family("node_reconnects_total", "counter", "Established connections to each node that broke.");

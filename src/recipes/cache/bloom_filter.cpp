@@ -3,6 +3,7 @@
 #include "recipes/cache/bloom_math.hpp"
 
 #include <redlock/bloom_filter.hpp>
+#include <redlock/detail/access.hpp>
 #include <redlock/key_layout.hpp>
 #include <redlock/script.hpp>
 
@@ -41,8 +42,10 @@ return added
 
 const script& contains_script()
 {
-    // Returns 1 or 0 per item.
+    // Returns 1 or 0 per item; -1 when the filter is missing (its bitmap or its shape: never added to, or lost to
+    // a FLUSHDB, a restart without persistence, an eviction), where no item can be said absent.
     static const script s(std::string(shape_check) + R"lua(
+if not stored or redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local out = {}
 for i = 3, #ARGV, k do
   local present = 1
@@ -93,10 +96,15 @@ error_code bloom_added(const response& resp, std::uint64_t& added)
     return {};
 }
 
-error_code bloom_present(const response& resp, std::size_t items, std::vector<bool>& present)
+error_code bloom_present(const response& resp, std::size_t items, std::vector<bool>& present, bool& missing)
 {
     if (resp.size() != 1) return make_error_code(error::protocol_error);
     if (resp[0].is_error()) return make_error_code(error::server_error);
+    missing = resp[0].as_integer() == -1;
+    if (missing) {
+        present.assign(items, true);
+        return {};
+    }
     if (resp[0].data_type != resp::type::array || resp[0].elements.size() != items)
         return make_error_code(error::protocol_error);
     present.clear();
@@ -106,6 +114,13 @@ error_code bloom_present(const response& resp, std::size_t items, std::vector<bo
         present.push_back(*bit == 1);
     }
     return {};
+}
+
+void report_missing_filter(diagnostics& diag, const std::string& name)
+{
+    access::set_client_message(diag, "the Bloom filter " + name +
+                                         " does not exist on the store (never added to, or lost: FLUSHDB, a restart "
+                                         "without persistence, an eviction): every item reads as maybe present");
 }
 
 }  // namespace detail

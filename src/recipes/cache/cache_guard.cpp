@@ -106,6 +106,15 @@ public:
 
     /// This process's load of `key`: the one under way, or a new one. On the strand.
     std::shared_ptr<flight> join_load(const std::string& key, const shared_loader& loader, const cache_options& o);
+    /// A miss found the Bloom filter missing: counted every time, logged at most once a minute. On the strand.
+    void filter_missing(std::string_view why)
+    {
+        locks_->counters().bloom_filter_missing();
+        const auto now = steady_clock::now();
+        if (filter_warned_ && now - *filter_warned_ < std::chrono::minutes(1)) return;
+        filter_warned_ = now;
+        locks_->log(log_level::warning, std::string(why) + "; rebuild it (doc/cache.md, \"Bloom filter\")");
+    }
     /// Refreshes `key` in the background unless this process already does. On the strand.
     void start_refresh(const std::string& key, const shared_loader& loader, const cache_options& o,
                        std::uint64_t seen_token);
@@ -123,6 +132,7 @@ private:
     std::minstd_rand rng_;
     std::unordered_map<std::string, std::shared_ptr<flight>> loads_;
     std::unordered_set<std::string> refreshes_;
+    std::optional<steady_clock::time_point> filter_warned_;
 };
 
 namespace {
@@ -213,8 +223,11 @@ asio::awaitable<load_outcome> load(std::shared_ptr<cache_guard_impl> impl, std::
     const auto& store = impl->store();
     if (mode == load_mode::miss && impl->known_keys()) {
         std::vector<std::string> items{key};
-        auto [ec, present] = co_await impl->known_keys()->async_contains(std::move(items), use_tuple);
+        diagnostics filter_diag;
+        auto [ec, present] = co_await impl->known_keys()->async_contains(std::move(items), filter_diag, use_tuple);
         if (ec) co_return load_outcome{ec, std::nullopt, "the Bloom filter: " + ec.message()};
+        // A missing filter rules nothing out (it says so, and only then, in its diagnostics): the key loads.
+        if (!filter_diag.client_message().empty()) impl->filter_missing(filter_diag.client_message());
         if (!present.at(0)) co_return load_outcome{};  // known not to exist
     }
 
