@@ -2,6 +2,7 @@
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -146,5 +147,26 @@ BOOST_DATA_TEST_CASE(waiters_that_win_a_free_minority_do_not_wake_each_other, da
                        outcomes[i]->message());  // the holder kept its quorum
             BOOST_TEST(w.attempts <= 10u);       // a loop makes thousands
         }
+    });
+}
+
+// A foreign writer set the key with PX 9000000000000000 (about 285,000 years) and the waiter waits for ever: its
+// pause (the holder's TTL) must not overflow the timer's clock, which made the timer fire at once and the waiter
+// spin. It makes an attempt and the check that follows its subscription, then sleeps until it is cancelled.
+BOOST_DATA_TEST_CASE(a_holder_ttl_of_ages_does_not_make_a_waiter_spin, data::make({1, 3}), n)
+{
+    cluster nodes(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"SET", "ages", "foreign", "PX", "9000000000000000"});
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        redlock::mutex m(c, "ages", {.ttl = 10'000ms, .wait = std::chrono::milliseconds::max()});
+        redlock::diagnostics diag;
+        asio::cancellation_signal stop;
+        asio::steady_timer timer(ctx, 1500ms);
+        timer.async_wait([&](error_code) { stop.emit(asio::cancellation_type::terminal); });
+        auto [ec, held] = co_await m.async_lock(diag, asio::bind_cancellation_slot(stop.slot(), use_tuple));
+        BOOST_TEST(ec == asio::error::operation_aborted, ec.message());
+        BOOST_TEST(diag.waiting().attempts <= 3u, diag.waiting().attempts << " attempts");
     });
 }

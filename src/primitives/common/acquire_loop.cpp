@@ -164,9 +164,9 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
         const auto left = until_deadline(plan.wait_until, clock::now());
         auto pause = split ? ms::max()
                      : notified && result.holder_ttl
-                         ? *result.holder_ttl + ms(1)  // a message comes first, unless the holder's key lapses
+                         ? bounded_pause(*result.holder_ttl) + ms(1)  // a message comes first, unless the key lapses
                          : retry_delay(plan.retry_delay, plan.retry_jitter, result.holder_ttl, left, unit_random());
-        pause = std::min({std::max(pause, ms(0)), std::max(left, ms(0)), plan.max_pause});
+        pause = bounded_pause(std::min({pause, left, plan.max_pause}));
         watcher.pausing = true;
         if (split) {
             using us = std::chrono::microseconds;

@@ -2,6 +2,8 @@
 // unit-tested without a server.
 #pragma once
 
+#include "primitives/common/retry.hpp"
+
 #include <redlock/rate_decision.hpp>
 
 #include <algorithm>
@@ -32,9 +34,8 @@ inline rate_wait_step after_decision(const rate_decision& d, std::chrono::millis
         case rate_decision::outcome::limited:
             break;
     }
-    const auto pause = std::max(d.retry_after, std::chrono::milliseconds(0));
-    if (pause > left) return {kind::give_up, {}};
-    return {kind::pause, pause};
+    if (d.retry_after > left) return {kind::give_up, {}};
+    return {kind::pause, bounded_pause(d.retry_after)};  // a node's word, bounded before a timer takes it
 }
 
 /// After a failed call (no decision), with `left` of the wait: ask again in failed_call_retry, or at the

@@ -111,6 +111,12 @@ BOOST_AUTO_TEST_CASE(acquire_sleeps_the_retry_after_when_the_wait_covers_it_and_
     BOOST_TEST((redlock::detail::after_decision(d, 0ms).what == step::give_up));
     BOOST_TEST((redlock::detail::after_decision(d, std::chrono::milliseconds::max()).what == step::pause));
 
+    // A node's retry_after of ages (or a malformed one) never reaches a timer unbounded.
+    d.retry_after = std::chrono::milliseconds::max();
+    s = redlock::detail::after_decision(d, std::chrono::milliseconds::max());
+    BOOST_TEST((s.what == step::pause));
+    BOOST_TEST((s.pause == redlock::detail::longest_pause));
+
     d.result = outcome::never;
     d.retry_after = -1ms;
     BOOST_TEST((redlock::detail::after_decision(d, std::chrono::milliseconds::max()).what == step::give_up));

@@ -110,6 +110,10 @@ BOOST_AUTO_TEST_CASE(retry_delays_are_jittered_and_capped)
     BOOST_TEST(retry_delay(100ms, 50ms, 7ms, forever, 0.9).count() == 8);
     // Never past the caller's wait deadline.
     BOOST_TEST(retry_delay(100ms, 50ms, std::nullopt, 20ms, 0.9).count() == 20);
+    // A holder's TTL of ages (a foreign PX 9000000000000000) adds its millisecond without overflow.
+    BOOST_TEST(retry_delay(100ms, 50ms, std::chrono::milliseconds::max(), forever, 0.5).count() == 100);
+    BOOST_TEST(redlock::detail::bounded_pause(std::chrono::milliseconds::max()) == redlock::detail::longest_pause);
+    BOOST_TEST(redlock::detail::bounded_pause(-5ms).count() == 0);
 }
 
 BOOST_AUTO_TEST_CASE(tokens_are_128_random_bits_in_hex)
