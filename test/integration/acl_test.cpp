@@ -61,12 +61,12 @@ const std::vector<std::string> app_user{"on",
                                         "+zremrangebyscore",
                                         "+zscore",
                                         "+zcard",
-                                        "+sadd",
-                                        "+scard",
-                                        "+sismember",
-                                        "+srem",
                                         "+hget",
                                         "+hset",
+                                        "+hsetnx",
+                                        "+hdel",
+                                        "+hlen",
+                                        "+hexists",
                                         "+hincrby",
                                         "+getbit",
                                         "+setbit"};
@@ -117,7 +117,9 @@ struct log_sink {
 
 void require_ok(redlock::error_code ec, const redlock::diagnostics& diag, const std::string& what)
 {
-    BOOST_REQUIRE_MESSAGE(!ec, what << ": " << ec.message() << ": " << diag.message());
+    std::string per_node;
+    for (const auto& n : diag.nodes()) per_node += " [" + n.node + ": " + n.message + "]";
+    BOOST_REQUIRE_MESSAGE(!ec, what << ": " << ec.message() << ": " << diag.message() << per_node);
 }
 
 // Holds `m` for `hold`, then releases it.

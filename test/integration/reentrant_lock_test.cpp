@@ -106,7 +106,7 @@ BOOST_DATA_TEST_CASE(a_hold_whose_lock_another_owner_took_changes_nothing_and_sa
             if (!nodes[i].running()) continue;
             nodes[i].cli({"DEL", "{job}:holds"});
             nodes[i].cli({"SET", "job", "request-8", "PX", "60000"});
-            nodes[i].cli({"SADD", "{job}:holds", "another-hold"});
+            nodes[i].cli({"HSET", "{job}:holds", "=request-8", "0", "another-hold", "1"});
         }
         auto [ext] = co_await held.async_extend(use_tuple);
         BOOST_TEST(ext == error::not_owner);
@@ -115,8 +115,109 @@ BOOST_DATA_TEST_CASE(a_hold_whose_lock_another_owner_took_changes_nothing_and_sa
         for (std::size_t i = 0; i < nodes.size(); ++i) {
             if (!nodes[i].running()) continue;
             BOOST_TEST(nodes[i].cli({"GET", "job"}) == "request-8");
-            BOOST_TEST(nodes[i].cli({"SCARD", "{job}:holds"}) == "1");
+            BOOST_TEST(nodes[i].cli({"HLEN", "{job}:holds"}) == "2");  // the owner and its one hold
         }
+    });
+}
+
+// Defect: a re-entry read the key's fence counter, which outlives every hold: it held the previous owner's token.
+// Owner P locks with fencing and releases; owner O locks without fencing and re-enters with it: O's token must
+// be above P's (a stalled P's late write must fail the guard), and O's later re-entries keep that token.
+BOOST_DATA_TEST_CASE(a_reentry_never_carries_an_earlier_owners_token, setups, s)
+{
+    cluster nodes(static_cast<std::size_t>(s.nodes));
+    redlock::test::stop_minority(nodes, s);
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        auto [e1, previous] = co_await job_of(c, "request-p", true).async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e1, e1.message());
+        const auto p_token = previous.fencing_token();
+        BOOST_TEST(p_token > 0u);
+        co_await previous.async_release(use_tuple);
+
+        auto [e2, unfenced] = co_await job_of(c, "request-o").async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e2, e2.message());
+        BOOST_TEST(unfenced.fencing_token() == 0u);
+        redlock::diagnostics diag;
+        auto [e3, fenced] = co_await job_of(c, "request-o", true).async_lock(diag, use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e3, e3.message() << ": " << diag.message());
+        BOOST_TEST(fenced.fencing_token() > p_token);
+        auto [e4, again] = co_await job_of(c, "request-o", true).async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e4, e4.message());
+        BOOST_TEST(again.fencing_token() == fenced.fencing_token());  // the hold remembers its token
+        co_await again.async_release(use_tuple);
+        co_await fenced.async_release(use_tuple);
+        co_await unfenced.async_release(use_tuple);
+    });
+}
+
+// The owner's holds come from two clients (two processes serving one request): the second client's re-entry
+// keeps the token the first committed.
+BOOST_DATA_TEST_CASE(a_reentry_from_another_client_keeps_the_committed_token, setups, s)
+{
+    cluster nodes(static_cast<std::size_t>(s.nodes));
+    redlock::test::stop_minority(nodes, s);
+    asio::io_context ctx;
+    redlock::client first(ctx.get_executor(), configs(nodes));
+    redlock::client second(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        auto [e1, outer] = co_await job_of(first, "request-7", true).async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e1, e1.message());
+        auto [e2, inner] = co_await job_of(second, "request-7", true).async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e2, e2.message());
+        BOOST_TEST(inner.fencing_token() == outer.fencing_token());
+        co_await inner.async_release(use_tuple);
+        co_await outer.async_release(use_tuple);
+    });
+}
+
+// The owner's first hold was granted on every node but has not committed its token yet (another client of the
+// owner is between its two phases); the counters hold the previous owner's token 5. A re-entry now must not
+// take 5: it commits a token of its own.
+BOOST_AUTO_TEST_CASE(a_reentry_before_the_first_hold_committed_takes_a_new_token)
+{
+    cluster nodes(3);
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        nodes[i].cli({"SET", "job", "request-7", "PX", "60000"});
+        nodes[i].cli({"HSET", "{job}:holds", "=request-7", "0", "first-hold", "1"});
+        nodes[i].cli({"PEXPIRE", "{job}:holds", "60000"});
+        nodes[i].cli({"SET", "{job}:fence", "5"});
+    }
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        redlock::diagnostics diag;
+        auto [ec, held] = co_await job_of(c, "request-7", true).async_lock(diag, use_tuple);
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << diag.message());
+        BOOST_TEST(held.fencing_token() > 5u);
+        co_await held.async_release(use_tuple);
+    });
+}
+
+// A release whose first copy landed but whose answer was lost is sent again: the hold is gone while the owner's
+// other holds keep the key. That is "released", never "another owner holds it".
+BOOST_DATA_TEST_CASE(a_release_of_a_hold_already_gone_while_the_owner_holds_is_released, setups, s)
+{
+    cluster nodes(static_cast<std::size_t>(s.nodes));
+    redlock::test::stop_minority(nodes, s);
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        auto [e1, outer] = co_await job_of(c, "request-7").async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e1, e1.message());
+        auto [e2, inner] = co_await job_of(c, "request-7").async_lock(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e2, e2.message());
+        for (std::size_t i = 0; i < nodes.size(); ++i)
+            if (nodes[i].running()) nodes[i].cli({"HDEL", "{job}:holds", inner.token()});
+        redlock::diagnostics diag;
+        auto [rel] = co_await inner.async_release(diag, use_tuple);
+        BOOST_TEST(!rel, rel.message() << ": " << diag.message());
+        BOOST_TEST(nodes[0].cli({"GET", "job"}) == "request-7");  // the outer hold keeps the lock
+        auto [r2] = co_await outer.async_release(use_tuple);
+        BOOST_TEST(!r2, r2.message());
+        BOOST_TEST(nodes[0].cli({"EXISTS", "job"}) == "0");
     });
 }
 
@@ -127,7 +228,7 @@ BOOST_AUTO_TEST_CASE(a_reentry_on_a_minority_only_is_a_first_hold_with_a_new_tok
 {
     cluster nodes(3);
     nodes[0].cli({"SET", "job", "request-7", "PX", "60000"});
-    nodes[0].cli({"SADD", "{job}:holds", "old-hold"});
+    nodes[0].cli({"HSET", "{job}:holds", "=request-7", "0", "old-hold", "1"});
     nodes[0].cli({"PEXPIRE", "{job}:holds", "60000"});
     nodes[0].cli({"SET", "{job}:fence", "3"});
     for (std::size_t i = 1; i < 3; ++i) nodes[i].cli({"SET", "{job}:fence", "10"});

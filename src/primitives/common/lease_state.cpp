@@ -18,14 +18,14 @@ namespace redlock::detail {
 namespace asio = boost::asio;
 using ms = std::chrono::milliseconds;
 
-lease_state::lease_state(std::shared_ptr<client_impl> client, lease_protocol protocol, lease_timing timing,
-                         std::vector<std::string> keys, std::string token, std::uint64_t fencing_token,
+lease_state::lease_state(std::shared_ptr<client_impl> client, const lease_protocol& protocol, lease_spec spec,
+                         std::size_t quorum, lease_timing timing, std::uint64_t fencing_token,
                          clock::time_point granted_at, clock::time_point valid_until)
     : client_(std::move(client)),
-      protocol_(std::move(protocol)),
+      protocol_(protocol),
+      spec_(std::move(spec)),
+      quorum_(quorum),
       timing_(timing),
-      keys_(std::move(keys)),
-      token_(std::move(token)),
       fencing_token_(fencing_token),
       valid_until_(valid_until.time_since_epoch().count()),
       acquired_at_(granted_at),
@@ -35,8 +35,7 @@ lease_state::lease_state(std::shared_ptr<client_impl> client, lease_protocol pro
 const std::shared_ptr<const request>& lease_state::extend_request()
 {
     if (!extend_request_)
-        extend_request_ =
-            std::make_shared<const request>(protocol_.extend(keys_, token_, timing_.ttl, timing_.node_timeout));
+        extend_request_ = std::make_shared<const request>(protocol_.extend(spec_, timing_.ttl, timing_.node_timeout));
     return extend_request_;
 }
 
@@ -44,7 +43,7 @@ const std::shared_ptr<const request>& lease_state::release_request()
 {
     if (!release_request_)  // release id: the token and attempt 0 (attempts that failed use their number)
         release_request_ =
-            std::make_shared<const request>(protocol_.release(keys_, token_, token_ + ":0", timing_.node_timeout));
+            std::make_shared<const request>(protocol_.release(spec_, spec_.token + ":0", timing_.node_timeout));
     return release_request_;
 }
 
@@ -121,7 +120,7 @@ asio::awaitable<void> lease_state::extend_batch(std::vector<std::shared_ptr<leas
         auto deadline = clock::time_point::max();
         auto node_timeout = ms::max();
         for (const auto& l : leases) {
-            entries.push_back({&l->keys_, &l->token_, l->timing_.ttl});
+            entries.push_back({&l->spec_, l->timing_.ttl});
             deadline = std::min(deadline, l->valid_until());
             node_timeout = std::min(node_timeout, l->timing_.node_timeout);
         }
@@ -143,7 +142,7 @@ asio::awaitable<void> lease_state::extend_batch(std::vector<std::shared_ptr<leas
 std::shared_ptr<fan_out_state> lease_state::share_of(const fan_out_state& batch, std::size_t j) const
 {
     const auto n = batch.replies.size();
-    auto share = std::make_shared<fan_out_state>(client_->strand(), nullptr, n, protocol_.quorum);
+    auto share = std::make_shared<fan_out_state>(client_->strand(), nullptr, n, quorum_);
     for (std::size_t i = 0; i < n; ++i) {
         if (!batch.answered(i)) continue;
         auto ec = *batch.results[i];
@@ -168,8 +167,8 @@ asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state
     // Bounded by the validity in force: the lease is lost at that instant, however late the nodes answer. A
     // failure waits for a quorum's answers (or every node's) when it can: "another owner holds it" (not_owner)
     // must not read as "too few answered" because a node down answered first.
-    auto result = co_await self->client_->nodes().fan_out(self->extend_request(), self->protocol_.routing_key,
-                                                          self->protocol_.extended, self->protocol_.quorum,
+    auto result = co_await self->client_->nodes().fan_out(self->extend_request(), self->spec_.routing_key(),
+                                                          self->protocol_.extended, self->quorum_,
                                                           until::quorum_answered, self->valid_until());
     co_return self->conclude_extension(start, std::move(result), diag, true);
 }
@@ -252,11 +251,10 @@ asio::awaitable<void> lease_state::repair(std::shared_ptr<lease_state> self, std
     const auto lost = self->nodes_missing_keys(*extension);
     // Sent on the strand while held, so on each node's connection it runs before any later release.
     if (!lost.empty())
-        self->client_->nodes().send_to(
-            lost,
-            std::make_shared<const request>(self->protocol_.repair(self->protocol_, self->keys_, self->token_,
-                                                                   self->timing_.ttl, self->timing_.node_timeout)),
-            self->protocol_.routing_key);
+        self->client_->nodes().send_to(lost,
+                                       std::make_shared<const request>(self->protocol_.repair(
+                                           self->spec_, self->timing_.ttl, self->timing_.node_timeout)),
+                                       self->spec_.routing_key());
 }
 
 asio::awaitable<std::tuple<error_code>> lease_state::extend(std::shared_ptr<lease_state> self, diagnostics* diag)
@@ -276,9 +274,8 @@ asio::awaitable<std::tuple<error_code>> lease_state::release(std::shared_ptr<lea
     if (diag) diag->clear();
     const bool was_lost = self->status_ == status::lost;
     if (!self->stop_holding()) co_return std::tuple{error_code{}};  // idempotent
-    auto result =
-        co_await self->client_->nodes().fan_out(self->release_request(), self->protocol_.routing_key,
-                                                self->protocol_.released, self->protocol_.quorum, until::all_answered);
+    auto result = co_await self->client_->nodes().fan_out(self->release_request(), self->spec_.routing_key(),
+                                                          self->protocol_.released, self->quorum_, until::all_answered);
     if (diag) {
         access::set_nodes(*diag, result->outcomes(self->client_->nodes().names()));
         if (was_lost) access::set_client_message(*diag, "the lease had been lost: " + self->lost_why_);
@@ -301,7 +298,7 @@ bool lease_state::stop_holding()
 void lease_state::release_in_background()
 {
     if (!stop_holding()) return;
-    client_->nodes().send_to_all(release_request(), protocol_.routing_key);
+    client_->nodes().send_to_all(release_request(), spec_.routing_key());
 }
 
 void lease_state::wait_lost(pending_completion<> waiter, std::uint64_t id, diagnostics* diag)
@@ -330,7 +327,7 @@ void lease_state::declare_lost(std::string why)
     lost_why_ = std::move(why);
     lost_.store(true, std::memory_order_relaxed);
     client_->counters().loss();
-    client_->log(log_level::warning, "lease of " + keys_.front() + " lost: " + lost_why_);
+    client_->log(log_level::warning, "lease of " + spec_.routing_key() + " lost: " + lost_why_);
     unschedule();
     finish_waiters(error::lost);
 }

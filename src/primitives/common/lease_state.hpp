@@ -24,12 +24,15 @@ public:
     using clock = std::chrono::steady_clock;
     enum class status { held, released, lost };
 
-    lease_state(std::shared_ptr<client_impl> client, lease_protocol protocol, lease_timing timing,
-                std::vector<std::string> keys, std::string token, std::uint64_t fencing_token,
-                clock::time_point granted_at, clock::time_point valid_until);
+    /// `protocol` is a constant of the primitive's (it must outlive the lease); `quorum`: the yes votes an
+    /// extension or a release needs (the grant's).
+    lease_state(std::shared_ptr<client_impl> client, const lease_protocol& protocol, lease_spec spec,
+                std::size_t quorum, lease_timing timing, std::uint64_t fencing_token, clock::time_point granted_at,
+                clock::time_point valid_until);
 
-    const std::vector<std::string>& keys() const noexcept { return keys_; }
-    const std::string& token() const noexcept { return token_; }
+    const lease_spec& spec() const noexcept { return spec_; }
+    const std::vector<std::string>& keys() const noexcept { return spec_.keys; }
+    const std::string& token() const noexcept { return spec_.token; }
     std::uint64_t fencing_token() const noexcept { return fencing_token_; }
     clock::time_point valid_until() const noexcept
     {
@@ -105,12 +108,12 @@ private:
     }
 
     std::shared_ptr<client_impl> client_;
-    lease_protocol protocol_;
+    const lease_protocol& protocol_;
+    lease_spec spec_;
+    std::size_t quorum_;
     std::shared_ptr<const request> extend_request_;
     std::shared_ptr<const request> release_request_;
     lease_timing timing_;
-    std::vector<std::string> keys_;
-    std::string token_;
     std::uint64_t fencing_token_;
     status status_ = status::held;
     std::string lost_why_;  // for the diagnostics of async_wait_lost and async_release

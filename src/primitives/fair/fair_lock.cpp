@@ -15,8 +15,9 @@ struct fair_waiter {
 
 request fair_lock_acquire(const lock_call& call, std::uint64_t ticket, bool take_ticket)
 {
-    return fair_scripts::acquire_request(call.keys.front(), call.token, call.options.ttl, call.options.waiter_ttl,
-                                         ticket, take_ticket, call.fence_step, call.options.node_timeout);
+    return fair_scripts::acquire_request(call.lease.routing_key(), call.lease.token, call.options.ttl,
+                                         call.options.waiter_ttl, ticket, take_ticket, call.fence_step,
+                                         call.options.node_timeout);
 }
 
 // `waits`: a call that may take more than one attempt (not a try-lock), worth a place in the queue.
@@ -77,15 +78,28 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, s
 
 }  // namespace
 
+namespace {
+const lease_protocol& fair_lock_protocol()
+{
+    // The mutex's (the key holds the token), but a release leaves the queue too.
+    static const lease_protocol p = [] {
+        auto fair = mutex_protocol();
+        fair.release = fair_scripts::release_and_leave;
+        return fair;
+    }();
+    return p;
+}
+}  // namespace
+
 void make_fair(lock_call& call, acquire_plan& plan)
 {
     call.classify = fair_scripts::classify_acquire;
     call.fair_acquire = fair_lock_acquire;
-    call.protocol.release = fair_scripts::release_and_leave;
+    call.protocol = &fair_lock_protocol();
     call.clean_up = fair_scripts::release_keeping_place;
     call.holder_ttl = fair_scripts::wait_hint;
     call.fence_of = fair_scripts::granted_fence;
-    plan.wake_token = call.token;
+    plan.wake_token = call.lease.token;
     plan.max_pause = call.options.waiter_ttl / 3;
 }
 
@@ -98,9 +112,9 @@ attempt_fn fair_attempts(std::shared_ptr<const lock_call> call, bool waits)
 
 void leave_queue(const lock_call& call)
 {
-    call.client->nodes().send_to_all(std::make_shared<const request>(call.protocol.release(
-                                         call.keys, call.token, call.token + ":left", call.options.node_timeout)),
-                                     call.keys.front());
+    call.client->nodes().send_to_all(std::make_shared<const request>(call.protocol->release(
+                                         call.lease, call.lease.token + ":left", call.options.node_timeout)),
+                                     call.lease.routing_key());
 }
 
 }  // namespace redlock::detail

@@ -162,27 +162,27 @@ request acquire_request(const std::string& key, const std::string& token, std::c
 }
 
 namespace {
-request release_request(const std::vector<std::string>& keys, const std::string& token, std::string_view release_id,
-                        std::chrono::milliseconds node_timeout, bool leave)
+request release_request(const lease_spec& lease, std::string_view release_id, std::chrono::milliseconds node_timeout,
+                        bool leave)
 {
+    const auto& key = lease.routing_key();
     request req;
-    req.push_script(release(), queue_keys(keys.front()),
-                    {token, std::string(release_id), release_channel(keys.front()), leave ? "1" : "0"});
+    req.push_script(release(), queue_keys(key),
+                    {lease.token, std::string(release_id), release_channel(key), leave ? "1" : "0"});
     req.set_timeout(node_timeout);
     return req;
 }
 }  // namespace
 
-request release_keeping_place(const std::vector<std::string>& keys, const std::string& token,
-                              std::string_view release_id, std::chrono::milliseconds node_timeout)
+request release_keeping_place(const lease_spec& lease, std::string_view release_id,
+                              std::chrono::milliseconds node_timeout)
 {
-    return release_request(keys, token, release_id, node_timeout, false);
+    return release_request(lease, release_id, node_timeout, false);
 }
 
-request release_and_leave(const std::vector<std::string>& keys, const std::string& token, std::string_view release_id,
-                          std::chrono::milliseconds node_timeout)
+request release_and_leave(const lease_spec& lease, std::string_view release_id, std::chrono::milliseconds node_timeout)
 {
-    return release_request(keys, token, release_id, node_timeout, true);
+    return release_request(lease, release_id, node_timeout, true);
 }
 
 vote classify_acquire(error_code ec, const response& resp)

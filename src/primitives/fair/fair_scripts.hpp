@@ -44,11 +44,10 @@ request acquire_request(const std::string& key, const std::string& token, std::c
                         std::chrono::milliseconds waiter_ttl, std::uint64_t ticket, bool take_ticket,
                         lock_scripts::fence_step fence, std::chrono::milliseconds node_timeout);
 /// A failed attempt's clean-up: frees the key where ours, keeps our place in the queue.
-request release_keeping_place(const std::vector<std::string>& keys, const std::string& token,
-                              std::string_view release_id, std::chrono::milliseconds node_timeout);
+request release_keeping_place(const lease_spec& lease, std::string_view release_id,
+                              std::chrono::milliseconds node_timeout);
 /// The lease's release, and a waiter that gives up: frees the key where ours and leaves the queue.
-request release_and_leave(const std::vector<std::string>& keys, const std::string& token, std::string_view release_id,
-                          std::chrono::milliseconds node_timeout);
+request release_and_leave(const lease_spec& lease, std::string_view release_id, std::chrono::milliseconds node_timeout);
 
 vote classify_acquire(error_code ec, const response& resp);
 std::optional<std::uint64_t> granted_fence(const response& resp);

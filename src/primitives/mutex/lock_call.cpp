@@ -7,6 +7,9 @@
 #include <redlock/detail/access.hpp>
 #include <redlock/key_layout.hpp>
 
+#include <algorithm>
+#include <functional>
+
 namespace redlock::detail {
 
 namespace asio = boost::asio;
@@ -21,8 +24,8 @@ void lock_call::release_attempt(std::uint64_t n, const fan_out_state& attempt) c
     if (maybe_granted.empty()) return;
     client->nodes().send_to(
         maybe_granted,
-        std::make_shared<const request>(clean_up(keys, token, clean_up_id(token, n), options.node_timeout)),
-        keys.front());
+        std::make_shared<const request>(clean_up(lease, clean_up_id(lease.token, n), options.node_timeout)),
+        lease.routing_key());
 }
 
 asio::awaitable<std::shared_ptr<fan_out_state>> fan_out_acquire(std::shared_ptr<const lock_call> call,
@@ -30,7 +33,7 @@ asio::awaitable<std::shared_ptr<fan_out_state>> fan_out_acquire(std::shared_ptr<
 {
     auto& nodes = call->client->nodes();
     const auto deadline = clock::now() + acquire->timeout() + node_set::backstop_margin;
-    auto result = co_await nodes.fan_out(acquire, call->keys.front(), call->classify, call->quorum, wait_for);
+    auto result = co_await nodes.fan_out(acquire, call->lease.routing_key(), call->classify, call->quorum, wait_for);
     // Each pass waits for answers the new quorum still needs; answers only accumulate, so it ends.
     while (call->quorum_from && !result->cancelled && !result->expired) {
         const auto q = call->quorum_from(*call, *result);
@@ -111,21 +114,20 @@ acquire_plan make_plan(const std::vector<std::string>& keys, const lock_options&
     return plan;
 }
 
-lease_protocol mutex_protocol(const client_impl& client, const std::string& routing_key)
+const lease_protocol& mutex_protocol()
 {
-    lease_protocol p;
-    p.routing_key = routing_key;
-    p.quorum = client.nodes().majority();
-    p.extend = lock_scripts::extend_request;
-    p.extended = lock_scripts::classify_extend;
-    p.release = lock_scripts::release_request;
-    p.released = lock_scripts::classify_release;
-    p.repair = [](const lease_protocol&, const std::vector<std::string>& keys, const std::string& token, ms ttl,
-                  ms node_timeout) {
-        return lock_scripts::acquire_request(keys, token, ttl, node_timeout);  // no fencing step
+    static const lease_protocol p{
+        .extend = lock_scripts::extend_request,
+        .extended = lock_scripts::classify_extend,
+        .release = lock_scripts::release_request,
+        .released = lock_scripts::classify_release,
+        .repair =
+            [](const lease_spec& lease, ms ttl, ms node_timeout) {
+                return lock_scripts::acquire_request(lease.keys, lease.token, ttl, node_timeout);  // no fencing step
+            },
+        .needs_repair = lock_scripts::lost_key,
+        .extend_batch = lock_scripts::extend_batch_request,
     };
-    p.needs_repair = lock_scripts::lost_key;
-    p.extend_batch = lock_scripts::extend_batch_request;
     return p;
 }
 
@@ -141,42 +143,55 @@ std::optional<ms> shortest_holder_ttl(const lock_call& call, const fan_out_state
     return shortest;
 }
 
-// The fencing token of a granted attempt. One node: the counter its acquire script incremented. N nodes:
-// phase 2, committing 1 + the highest counter the granting nodes reported on a quorum before the validity
-// ends (DESIGN.md, "Fencing tokens"). Nodes that granted after the decision may add their counters: a higher
-// token is as good. A reentrant lock's re-entry on a quorum keeps the token of the hold it enters: the highest
-// counter those nodes read, which no commit can raise while the owner holds their keys (that quorum shares a
-// node with the one the token was committed on). Re-entries on a minority only (an old hold's key left on a
-// node) are a first hold: a new token, or it could be below one issued since.
+// The token committed to a reentrant owner's holds that a quorum of the granting nodes report alike, or 0. Such a
+// token was committed on a quorum: no other holder can commit it (its quorum would meet ours in a node whose
+// counter the commit raised), and every later grant reads a counter at or above it. A token reported by fewer
+// nodes may be a commit that failed (it reached a minority), and reusing it could give two holders one token.
+std::uint64_t committed_on_quorum(const lock_call& call, const fan_out_state& grants, std::size_t quorum)
+{
+    std::vector<std::uint64_t> committed;
+    for (std::size_t i = 0; i < grants.replies.size(); ++i) {
+        if (!grants.answered(i) || grants.votes[i] != vote::yes) continue;
+        if (auto t = call.committed_fence(grants.replies[i]); t && *t > 0) committed.push_back(*t);
+    }
+    std::sort(committed.begin(), committed.end(), std::greater<>());
+    for (std::size_t i = 0; i < committed.size();) {
+        std::size_t same = 1;
+        while (i + same < committed.size() && committed[i + same] == committed[i]) ++same;
+        if (same >= quorum) return committed[i];
+        i += same;
+    }
+    return 0;
+}
+
+// The fencing token of a granted attempt. One node: the token its acquire script issued (the counter it
+// incremented; a reentrant hold: the token committed to its owner's holds). N nodes: phase 2, committing 1 + the
+// highest counter the granting nodes reported on a quorum before the validity ends (DESIGN.md, "Fencing tokens").
+// Nodes that granted after the decision may add their counters: a higher token is as good. A reentrant hold
+// keeps the token committed to its owner's holds when a quorum reports it (committed_on_quorum); a hold without
+// one (the owner's first hold was taken without fencing, or has not committed yet) commits a token of its own,
+// never the counter as it stands, which may be an earlier owner's.
 asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(const lock_call& call, const fan_out_state& grants,
                                                                    clock::time_point until)
 {
     auto& nodes = call.client->nodes();
-    fence_maximum highest, reentered;
-    std::size_t reentries = 0;
+    if (call.committed_fence)
+        if (const auto held = committed_on_quorum(call, grants, nodes.majority()); held > 0)
+            co_return std::tuple{error_code{}, held};
+    fence_maximum highest;
     for (std::size_t i = 0; i < grants.replies.size(); ++i) {
         if (!grants.answered(i) || grants.votes[i] != vote::yes) continue;
-        const auto counter = call.fence_of(grants.replies[i]);
-        if (!counter) continue;
-        highest.add(*counter);
-        if (call.reentered && call.reentered(grants.replies[i])) {
-            ++reentries;
-            reentered.add(*counter);
-        }
+        if (const auto counter = call.fence_of(grants.replies[i])) highest.add(*counter);
     }
-    // (A token of 0: the hold entered was taken without fencing; this one then gets a token of its own.)
-    if (reentries >= nodes.majority() && reentered.highest() > 0)
-        co_return std::tuple{error_code{}, reentered.highest()};
     if (nodes.size() == 1) {  // the acquire script incremented the counter: its value is the token
         if (highest.highest() == 0) co_return std::tuple{make_error_code(error::protocol_error), std::uint64_t{0}};
         co_return std::tuple{error_code{}, highest.highest()};
     }
 
     const auto fence = highest.next();
-    auto commit = std::make_shared<const request>(
-        lock_scripts::commit_request(call.keys, call.key_value, fence, call.options.node_timeout));
-    auto result = co_await nodes.fan_out(commit, call.keys.front(), lock_scripts::classify_commit, nodes.majority(),
-                                         until::decided, until);
+    auto commit = std::make_shared<const request>(call.commit(call.lease, fence, call.options.node_timeout));
+    auto result = co_await nodes.fan_out(commit, call.lease.routing_key(), lock_scripts::classify_commit,
+                                         nodes.majority(), until::decided, until);
     if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted), std::uint64_t{0}};
     const auto failure = decide_commit(result->tally, result->expired, until - clock::now(), call.options.min_validity);
     if (failure && call.diag) {
@@ -233,10 +248,9 @@ asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call
         co_return out;
     }
     lease_timing timing{o.ttl, o.drift_factor, o.watchdog, o.extend_interval, o.max_hold, o.node_timeout};
-    auto protocol = call->protocol;
-    protocol.quorum = result->tally.quorum();  // the lease keeps the quorum it was granted with
-    out.granted = std::make_shared<lease_state>(call->client, std::move(protocol), timing, call->keys, call->token,
-                                                fence, start, until);
+    // The lease keeps the quorum it was granted with.
+    out.granted = std::make_shared<lease_state>(call->client, *call->protocol, call->lease, result->tally.quorum(),
+                                                timing, fence, start, until);
     out.granted->start();
     co_return out;
 }

@@ -24,14 +24,15 @@ namespace redlock::detail {
 /// What the attempts of one lock call share; immutable once made (a kind's own mutable state lives beside it).
 struct lock_call {
     std::shared_ptr<client_impl> client;
-    std::vector<std::string> keys;
-    std::string token;      ///< the lease's token (a reentrant lock: the id of this hold)
-    std::string key_value;  ///< what the lock key holds while it is ours: the token, or a reentrant lock's owner
+    /// The lease a grant makes: the keys, its token (a reentrant lock: the id of this hold), what the keys hold
+    /// while it is ours (the token, or a reentrant lock's owner), a permit's units and the limit the caller names
+    /// (a node without one takes it).
+    lease_spec lease;
     lock_options options;
-    std::string owner;  ///< a reentrant lock's owner, or empty
     lock_scripts::fence_step fence_step = lock_scripts::fence_step::none;
     diagnostics* diag = nullptr;
-    lease_protocol protocol;  ///< what the granted lease extends and releases with (its quorum: the grant's)
+    /// What the granted lease extends and releases with (its quorum: the grant's). A constant of the kind's.
+    const lease_protocol* protocol = nullptr;
     /// How a node's answer to the kind's acquire votes.
     classify_fn classify = lock_scripts::classify_acquire;
     /// The grants an attempt needs: the majority for a lock, the permit quorum of its limit for a semaphore.
@@ -39,9 +40,6 @@ struct lock_call {
     /// A quorum the answers decide (a semaphore's: from the limit each node reports, which a set_limit may have
     /// changed since the call was made): the quorum the answers so far call for. Null: `quorum` stands.
     std::size_t (*quorum_from)(const lock_call& call, const fan_out_state& answers) = nullptr;
-    /// A semaphore: the limit the caller names (a node without one takes it) and the permits this call asks for.
-    std::int64_t limit = 0;
-    std::int64_t permits = 1;
     /// A refused attempt that no wait can turn into a grant (a semaphore's permits above the limit the refusing
     /// nodes store): why, for the diagnostics, and the call ends at once with error::exceeds_limit. Null, or an
     /// empty answer: the refusal may pass.
@@ -52,11 +50,16 @@ struct lock_call {
     /// How the kind's acquire answers read.
     std::optional<std::chrono::milliseconds> (*holder_ttl)(const response&) = lock_scripts::holder_ttl;
     std::optional<std::uint64_t> (*fence_of)(const response&) = lock_scripts::granted_fence;
-    /// A reentrant lock: the grant was a re-entry, whose fencing token is the counter it read (no commit).
-    bool (*reentered)(const response&) = nullptr;
+    /// A reentrant lock: the token committed to the owner's holds on the granting node (0: none).
+    std::optional<std::uint64_t> (*committed_fence)(const response&) = nullptr;
+    /// Fencing over N nodes, phase 2: commits `fence` where the lease still holds the keys.
+    request (*commit)(const lease_spec& lease, std::uint64_t fence,
+                      std::chrono::milliseconds node_timeout) = lock_scripts::commit_request;
     /// The clean-up of a failed attempt, sent to all N nodes: a release (the kind's own) with this id.
-    request (*clean_up)(const std::vector<std::string>& keys, const std::string& token, std::string_view release_id,
+    request (*clean_up)(const lease_spec& lease, std::string_view release_id,
                         std::chrono::milliseconds node_timeout) = lock_scripts::release_request;
+
+    const std::vector<std::string>& keys() const noexcept { return lease.keys; }
 
     /// Sends attempt n's clean-up, with its clean-up id (clean_up_id: its messages free nodes, they do not wake
     /// a waiter as a holder's release does), to every node that may hold a grant of it: all but those that
@@ -81,8 +84,8 @@ std::string invalid_arguments(const client_impl& client, const std::vector<std::
 /// The wait plan of a lock call on `keys` (gate, channels, deadline, retry delays).
 acquire_plan make_plan(const std::vector<std::string>& keys, const lock_options& o, bool one_attempt);
 
-/// The plain mutex's lease protocol for one-key or multi-key locks.
-lease_protocol mutex_protocol(const client_impl& client, const std::string& routing_key);
+/// The plain mutex's lease protocol, for one-key and multi-key locks.
+const lease_protocol& mutex_protocol();
 
 /// The end of every attempt: decides on the nodes' answers (quorum, validity), issues the fencing token when
 /// asked, and makes the lease; a failed attempt sends its clean-up. `result` is the attempt's fan-out, started

@@ -4,6 +4,7 @@
 
 #include <redlock/key_layout.hpp>
 
+#include <limits>
 #include <string_view>
 
 namespace redlock::detail::lock_scripts {
@@ -208,20 +209,18 @@ request acquire_request(const std::vector<std::string>& keys, const std::string&
     return req;
 }
 
-request commit_request(const std::vector<std::string>& keys, const std::string& token, std::uint64_t fence,
-                       std::chrono::milliseconds node_timeout)
+request commit_request(const lease_spec& lease, std::uint64_t fence, std::chrono::milliseconds node_timeout)
 {
     request req;
-    req.push_script(commit_fence(), keys_and_counters(keys), {token, std::to_string(fence)});
+    req.push_script(commit_fence(), keys_and_counters(lease.keys), {lease.key_value, std::to_string(fence)});
     req.set_timeout(node_timeout);
     return req;
 }
 
-request extend_request(const std::vector<std::string>& keys, const std::string& token, std::chrono::milliseconds ttl,
-                       std::chrono::milliseconds node_timeout)
+request extend_request(const lease_spec& lease, std::chrono::milliseconds ttl, std::chrono::milliseconds node_timeout)
 {
     request req;
-    req.push_script(extend(), keys, {token, std::to_string(ttl.count())});
+    req.push_script(extend(), lease.keys, {lease.token, std::to_string(ttl.count())});
     req.set_timeout(node_timeout);
     return req;
 }
@@ -229,11 +228,12 @@ request extend_request(const std::vector<std::string>& keys, const std::string& 
 request extend_batch_request(const std::vector<batch_entry>& leases, std::chrono::milliseconds node_timeout)
 {
     std::vector<std::string> keys, args;
-    for (const auto& lease : leases) {
-        keys.insert(keys.end(), lease.keys->begin(), lease.keys->end());
-        args.push_back(std::to_string(lease.keys->size()));
-        args.push_back(*lease.token);
-        args.push_back(std::to_string(lease.ttl.count()));
+    for (const auto& entry : leases) {
+        const auto& lease = *entry.lease;
+        keys.insert(keys.end(), lease.keys.begin(), lease.keys.end());
+        args.push_back(std::to_string(lease.keys.size()));
+        args.push_back(lease.token);
+        args.push_back(std::to_string(entry.ttl.count()));
     }
     request req;
     req.push_script(extend_many(), keys, args);
@@ -241,9 +241,10 @@ request extend_batch_request(const std::vector<batch_entry>& leases, std::chrono
     return req;
 }
 
-request release_request(const std::vector<std::string>& keys, const std::string& token, std::string_view release_id,
-                        std::chrono::milliseconds node_timeout)
+request release_request(const lease_spec& lease, std::string_view release_id, std::chrono::milliseconds node_timeout)
 {
+    const auto& keys = lease.keys;
+    const auto& token = lease.token;
     if (keys.size() == 1) {  // every release of a one-key lock: no vectors of copies
         request req;
         req.push_script(release(), {keys.front()}, {token, release_id, release_channel(keys.front())});
@@ -355,6 +356,7 @@ std::optional<std::chrono::milliseconds> holder_ttl(const response& resp)
     }
     auto n = script_result({}, resp);
     if (!n || *n >= 0) return std::nullopt;
+    if (*n == std::numeric_limits<std::int64_t>::min()) return std::chrono::milliseconds::max();  // no -n
     return std::chrono::milliseconds(-*n);
 }
 

@@ -68,15 +68,14 @@ const char* fence_step_name(fence_step fence) noexcept;
 /// The requests themselves, each with the per-node deadline.
 request acquire_request(const std::vector<std::string>& keys, const std::string& token, std::chrono::milliseconds ttl,
                         std::chrono::milliseconds node_timeout, fence_step fence = fence_step::none);
-request commit_request(const std::vector<std::string>& keys, const std::string& token, std::uint64_t fence,
-                       std::chrono::milliseconds node_timeout);
-request extend_request(const std::vector<std::string>& keys, const std::string& token, std::chrono::milliseconds ttl,
-                       std::chrono::milliseconds node_timeout);
+/// Phase 2 of fencing: commits `fence` where `lease.keys` still hold `lease.key_value`.
+request commit_request(const lease_spec& lease, std::uint64_t fence, std::chrono::milliseconds node_timeout);
+/// The lease's requests (lease_protocol): `lease.keys` and `lease.token`.
+request extend_request(const lease_spec& lease, std::chrono::milliseconds ttl, std::chrono::milliseconds node_timeout);
 /// One request for a batch of leases (extend_many()).
 request extend_batch_request(const std::vector<batch_entry>& leases, std::chrono::milliseconds node_timeout);
 /// `release_id`: unique to this release (waiters de-duplicate the N nodes' messages by it).
-request release_request(const std::vector<std::string>& keys, const std::string& token, std::string_view release_id,
-                        std::chrono::milliseconds node_timeout);
+request release_request(const lease_spec& lease, std::string_view release_id, std::chrono::milliseconds node_timeout);
 
 /// The acquire of one key without fencing on Redis >= 7.0, at a fraction of a script's server time:
 /// `SET key token NX PX ttl GET` then `PTTL key`, pipelined. The SET answers nil when it granted (nobody held

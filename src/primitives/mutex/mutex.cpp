@@ -34,7 +34,7 @@ struct plain_lock {
     {
         if (!script_acquire_)
             script_acquire_ = std::make_shared<const request>(lock_scripts::acquire_request(
-                call->keys, call->token, call->options.ttl, call->options.node_timeout, call->fence_step));
+                call->lease.keys, call->lease.token, call->options.ttl, call->options.node_timeout, call->fence_step));
         return script_acquire_;
     }
 
@@ -52,7 +52,7 @@ asio::awaitable<std::shared_ptr<fan_out_state>> acquire_on_nodes(const plain_loc
 {
     const auto& call = *lock.call;
     auto& nodes = call.client->nodes();
-    const auto& key = call.keys.front();
+    const auto& key = call.lease.routing_key();
     if (n == 1 && lock.set_acquire && call.client->plain_acquire_usable()) {
         auto result = co_await nodes.fan_out(lock.set_acquire, key, lock_scripts::classify_set_acquire, call.quorum);
         bool rejected = false;
@@ -80,9 +80,9 @@ attempt_fn plain_attempts(std::shared_ptr<const lock_call> call)
     // turns the client to scripts (acquire_on_nodes).
     constexpr std::uint32_t set_nx_get_since = 70000;  // Redis 7.0
     const auto& o = call->options;
-    if (call->keys.size() == 1 && !o.fencing && call->client->nodes().none_known_older_than(set_nx_get_since))
+    if (call->lease.keys.size() == 1 && !o.fencing && call->client->nodes().none_known_older_than(set_nx_get_since))
         lock->set_acquire = std::make_shared<const request>(
-            lock_scripts::set_acquire_request(call->keys.front(), call->token, o.ttl, o.node_timeout));
+            lock_scripts::set_acquire_request(call->lease.routing_key(), call->lease.token, o.ttl, o.node_timeout));
     lock->call = std::move(call);
     return [lock = std::shared_ptr<const plain_lock>(std::move(lock))](std::uint64_t n) { return attempt(lock, n); };
 }
@@ -106,16 +106,15 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
     auto plan = make_plan(keys, o, one_attempt);
     auto call = std::make_shared<lock_call>();
     call->client = client;
-    call->keys = std::move(keys);
-    call->token = random_token();
-    call->key_value = call->token;
+    call->lease.keys = std::move(keys);
+    call->lease.token = random_token();
+    call->lease.key_value = owner.empty() ? call->lease.token : owner;
     call->options = o;
-    call->owner = std::move(owner);
     call->fence_step = !call->options.fencing        ? lock_scripts::fence_step::none
                        : client->nodes().size() == 1 ? lock_scripts::fence_step::increment
                                                      : lock_scripts::fence_step::read;
     call->diag = diag;
-    call->protocol = mutex_protocol(*client, call->keys.front());
+    call->protocol = &mutex_protocol();
     call->quorum = client->nodes().majority();
 
     // Named, not a temporary inside the co_await: g++ 12 destroys such temporaries twice (a shared_ptr
@@ -125,7 +124,7 @@ asio::awaitable<std::tuple<error_code, lease>> lock(std::shared_ptr<client_impl>
     if (call->options.fair) {
         make_fair(*call, plan);
         attempts = fair_attempts(call, waits);
-    } else if (!call->owner.empty()) {
+    } else if (!owner.empty()) {
         make_reentrant(*call);
         attempts = reentrant_attempts(call);
     } else {

@@ -8,8 +8,8 @@
 
 namespace redlock::detail {
 
-/// Turns a lock call into a reentrant one for call.owner: the key holds the owner, the lease's token
-/// is the id of this hold, and the lease extends and releases this hold alone.
+/// Turns a lock call into a reentrant one for the owner in call.lease.key_value: the key holds the owner, the
+/// lease's token is the id of this hold, and the lease extends and releases this hold alone.
 void make_reentrant(lock_call& call);
 
 attempt_fn reentrant_attempts(std::shared_ptr<const lock_call> call);

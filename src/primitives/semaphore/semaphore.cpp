@@ -34,7 +34,7 @@ std::size_t quorum_from_reports(const lock_call& call, const fan_out_state& answ
         if (!answers.answered(i) || answers.votes[i] == vote::error) continue;
         if (auto limit = semaphore_scripts::reported_limit(answers.replies[i])) largest = std::max(largest, *limit);
     }
-    return quorum_of(answers.replies.size(), largest >= 1 ? largest : call.limit);
+    return quorum_of(answers.replies.size(), largest >= 1 ? largest : call.lease.limit);
 }
 
 // More nodes than may fail refused because the permits asked are above the limit they store (a set_limit lowered
@@ -50,7 +50,7 @@ std::string permits_above_stored_limit(const lock_call& call, const fan_out_stat
         if (!answers.answered(i) || answers.votes[i] == vote::error) continue;
         const auto limit = semaphore_scripts::reported_limit(answers.replies[i]);
         if (limit) largest = std::max(largest, *limit);
-        if (answers.votes[i] != vote::no || !limit || *limit >= call.permits) continue;
+        if (answers.votes[i] != vote::no || !limit || *limit >= call.lease.units) continue;
         least = below == 0 ? *limit : std::min(least, *limit);
         most = std::max(most, *limit);
         ++below;
@@ -60,11 +60,11 @@ std::string permits_above_stored_limit(const lock_call& call, const fan_out_stat
     if (below == 0 || below + quorum <= nodes) return {};
     const auto stored = least == most ? "a limit of " + std::to_string(most)
                                       : "limits of " + std::to_string(least) + " to " + std::to_string(most);
-    auto text = std::to_string(call.permits) + " permits asked, but " + std::to_string(below) + " of " +
+    auto text = std::to_string(call.lease.units) + " permits asked, but " + std::to_string(below) + " of " +
                 std::to_string(nodes) + " nodes store " + stored + " (this semaphore names " +
-                std::to_string(call.limit) + "; async_set_limit changes the stored one); a grant needs " +
+                std::to_string(call.lease.limit) + "; async_set_limit changes the stored one); a grant needs " +
                 std::to_string(quorum) + " nodes, so none is possible ";
-    if (largest < call.permits) return text + "until the limit is raised";
+    if (largest < call.lease.units) return text + "until the limit is raised";
     return text + "while they do. Other nodes store " + std::to_string(largest) +
            ": the nodes disagree (a set_limit reached only some of them); run async_set_limit again";
 }
@@ -81,35 +81,39 @@ std::string invalid_semaphore_arguments(const client_impl& client, const std::st
     return invalid_arguments(client, {name}, o, {});
 }
 
-request repair_permit(const lease_protocol& p, const std::vector<std::string>& keys, const std::string& id, ms ttl,
-                      ms node_timeout)
+request repair_permit(const lease_spec& permit, ms ttl, ms node_timeout)
 {
-    return semaphore_scripts::acquire_request(keys.front(), id, p.units, ttl, p.limit, node_timeout);
+    return semaphore_scripts::acquire_request(permit.routing_key(), permit.token, permit.units, ttl, permit.limit,
+                                              node_timeout);
 }
 
-lease_protocol semaphore_protocol(const std::string& name, std::int64_t units, std::int64_t limit, bool fair)
+const lease_protocol& semaphore_protocol(bool fair)
 {
-    lease_protocol p;
-    p.routing_key = name;
-    p.extend = semaphore_scripts::extend_request;
-    p.extended = semaphore_scripts::classify_extend;
-    p.release = fair ? semaphore_scripts::fair_release_and_leave : semaphore_scripts::release_request;
-    p.released = semaphore_scripts::classify_release;
-    // Where a node lost the permit (restarted empty), taking it back is safe: the node admits it only if it fits.
-    p.repair = repair_permit;
-    p.needs_repair = semaphore_scripts::not_held;
-    p.units = units;
-    p.limit = limit;
-    p.extend_batch = semaphore_scripts::extend_batch_request;
-    p.remaining = semaphore_scripts::extended_for;
-    return p;
+    static const lease_protocol plain{
+        .extend = semaphore_scripts::extend_request,
+        .extended = semaphore_scripts::classify_extend,
+        .release = semaphore_scripts::release_request,
+        .released = semaphore_scripts::classify_release,
+        // Where a node lost the permit (restarted empty), taking it back is safe: the node admits it only if it
+        // fits.
+        .repair = repair_permit,
+        .needs_repair = semaphore_scripts::not_held,
+        .extend_batch = semaphore_scripts::extend_batch_request,
+        .remaining = semaphore_scripts::extended_for,
+    };
+    static const lease_protocol fair_one = [] {
+        auto p = plain;
+        p.release = semaphore_scripts::fair_release_and_leave;  // leaves the queue too
+        return p;
+    }();
+    return fair ? fair_one : plain;
 }
 
 request fair_semaphore_acquire(const lock_call& call, std::uint64_t ticket, bool take_ticket)
 {
     const auto& o = call.options;
-    return semaphore_scripts::fair_acquire_request(call.keys.front(), call.token, call.permits, o.ttl, call.limit,
-                                                   o.waiter_ttl, ticket, take_ticket, o.node_timeout);
+    return semaphore_scripts::fair_acquire_request(call.lease.routing_key(), call.lease.token, call.lease.units, o.ttl,
+                                                   call.lease.limit, o.waiter_ttl, ticket, take_ticket, o.node_timeout);
 }
 
 asio::awaitable<std::tuple<error_code, permit>> acquire(std::shared_ptr<client_impl> client, std::string name,
@@ -129,17 +133,17 @@ asio::awaitable<std::tuple<error_code, permit>> acquire(std::shared_ptr<client_i
 
     auto call = std::make_shared<lock_call>();
     call->client = client;
-    call->keys = {std::move(name)};
-    call->token = random_token();
-    call->key_value = call->token;
+    call->lease.keys = {std::move(name)};
+    call->lease.token = random_token();
+    call->lease.key_value = call->lease.token;
+    call->lease.units = permits;
+    call->lease.limit = limit;
     call->options = o;
     call->diag = diag;
-    call->limit = limit;
-    call->permits = permits;
     call->quorum = quorum_of(client->nodes().size(), limit);
     call->quorum_from = quorum_from_reports;
     call->beyond_reach = permits_above_stored_limit;
-    auto plan = make_plan(call->keys, o, one_attempt);
+    auto plan = make_plan(call->lease.keys, o, one_attempt);
     const bool waits = !one_attempt && o.wait > ms(0);
     attempt_fn attempts;  // named, not a temporary inside the co_await (g++ 12)
     if (o.fair) {
@@ -151,13 +155,13 @@ asio::awaitable<std::tuple<error_code, permit>> acquire(std::shared_ptr<client_i
     }
     call->classify = semaphore_scripts::classify_acquire;
     call->holder_ttl = semaphore_scripts::wait_hint;
-    call->protocol = semaphore_protocol(call->keys.front(), permits, limit, o.fair);
+    call->protocol = &semaphore_protocol(o.fair);
     if (o.fair) {
         attempts = fair_attempts(call, waits);
     } else {
-        attempts =
-            same_request_attempts(call, std::make_shared<const request>(semaphore_scripts::acquire_request(
-                                            call->keys.front(), call->token, permits, o.ttl, limit, o.node_timeout)));
+        attempts = same_request_attempts(
+            call, std::make_shared<const request>(semaphore_scripts::acquire_request(
+                      call->lease.routing_key(), call->lease.token, permits, o.ttl, limit, o.node_timeout)));
     }
     auto outcome = co_await acquire_loop(client, std::move(plan), std::move(attempts), diag);
     auto& [ec, state] = outcome;

@@ -266,11 +266,11 @@ request fair_acquire_request(const std::string& name, const std::string& id, std
     return req;
 }
 
-request extend_request(const std::vector<std::string>& keys, const std::string& id, std::chrono::milliseconds ttl,
-                       std::chrono::milliseconds node_timeout)
+request extend_request(const lease_spec& permit, std::chrono::milliseconds ttl, std::chrono::milliseconds node_timeout)
 {
+    const auto& name = permit.routing_key();
     request req;
-    req.push_script(extend(), {keys.front(), limit_key(keys.front())}, {id, ms_text(ttl), ms_text(key_margin)});
+    req.push_script(extend(), {name, limit_key(name)}, {permit.token, ms_text(ttl), ms_text(key_margin)});
     req.set_timeout(node_timeout);
     return req;
 }
@@ -281,9 +281,9 @@ request extend_batch_request(const std::vector<batch_entry>& permits, std::chron
     keys.reserve(2 * permits.size());
     args.reserve(1 + 2 * permits.size());
     for (const auto& p : permits) {
-        keys.push_back(p.keys->front());
-        keys.push_back(limit_key(p.keys->front()));
-        args.push_back(*p.token);
+        keys.push_back(p.lease->routing_key());
+        keys.push_back(limit_key(p.lease->routing_key()));
+        args.push_back(p.lease->token);
         args.push_back(ms_text(p.ttl));
     }
     request req;
@@ -292,11 +292,11 @@ request extend_batch_request(const std::vector<batch_entry>& permits, std::chron
     return req;
 }
 
-request release_request(const std::vector<std::string>& keys, const std::string& id, std::string_view release_id,
-                        std::chrono::milliseconds node_timeout)
+request release_request(const lease_spec& permit, std::string_view release_id, std::chrono::milliseconds node_timeout)
 {
+    const auto& name = permit.routing_key();
     request req;
-    req.push_script(release(), {keys.front()}, {id, release_id, release_channel(keys.front())});
+    req.push_script(release(), {name}, {permit.token, release_id, release_channel(name)});
     req.set_timeout(node_timeout);
     return req;
 }
@@ -315,16 +315,16 @@ request fair_release_request(const std::string& name, const std::string& id, std
 }
 }  // namespace
 
-request fair_release_and_leave(const std::vector<std::string>& keys, const std::string& id, std::string_view release_id,
+request fair_release_and_leave(const lease_spec& permit, std::string_view release_id,
                                std::chrono::milliseconds node_timeout)
 {
-    return fair_release_request(keys.front(), id, release_id, node_timeout, true);
+    return fair_release_request(permit.routing_key(), permit.token, release_id, node_timeout, true);
 }
 
-request fair_release_keeping_place(const std::vector<std::string>& keys, const std::string& id,
-                                   std::string_view release_id, std::chrono::milliseconds node_timeout)
+request fair_release_keeping_place(const lease_spec& permit, std::string_view release_id,
+                                   std::chrono::milliseconds node_timeout)
 {
-    return fair_release_request(keys.front(), id, release_id, node_timeout, false);
+    return fair_release_request(permit.routing_key(), permit.token, release_id, node_timeout, false);
 }
 
 request set_limit_request(const std::string& name, std::int64_t limit, std::string_view change_id,

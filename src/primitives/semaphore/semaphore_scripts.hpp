@@ -70,18 +70,16 @@ request acquire_request(const std::string& name, const std::string& id, std::int
 request fair_acquire_request(const std::string& name, const std::string& id, std::int64_t units,
                              std::chrono::milliseconds ttl, std::int64_t limit, std::chrono::milliseconds waiter_ttl,
                              std::uint64_t ticket, bool take_ticket, std::chrono::milliseconds node_timeout);
-/// As lease_protocol wants them: `keys` is {name}.
-request extend_request(const std::vector<std::string>& keys, const std::string& id, std::chrono::milliseconds ttl,
-                       std::chrono::milliseconds node_timeout);
+/// As lease_protocol wants them: `permit.keys` is {name}, `permit.token` the permit's id.
+request extend_request(const lease_spec& permit, std::chrono::milliseconds ttl, std::chrono::milliseconds node_timeout);
 request extend_batch_request(const std::vector<batch_entry>& permits, std::chrono::milliseconds node_timeout);
-request release_request(const std::vector<std::string>& keys, const std::string& id, std::string_view release_id,
-                        std::chrono::milliseconds node_timeout);
+request release_request(const lease_spec& permit, std::string_view release_id, std::chrono::milliseconds node_timeout);
 /// A fair permit's release, and a fair waiter that gives up: removes the units and leaves the queue.
-request fair_release_and_leave(const std::vector<std::string>& keys, const std::string& id, std::string_view release_id,
+request fair_release_and_leave(const lease_spec& permit, std::string_view release_id,
                                std::chrono::milliseconds node_timeout);
 /// A fair waiter's failed attempt: removes the units, keeps its place.
-request fair_release_keeping_place(const std::vector<std::string>& keys, const std::string& id,
-                                   std::string_view release_id, std::chrono::milliseconds node_timeout);
+request fair_release_keeping_place(const lease_spec& permit, std::string_view release_id,
+                                   std::chrono::milliseconds node_timeout);
 request set_limit_request(const std::string& name, std::int64_t limit, std::string_view change_id,
                           std::chrono::milliseconds least_life, std::chrono::milliseconds node_timeout);
 /// Plain reads (no script: a read-only ACL user may inspect): ZRANGE WITHSCORES of the permits, GET of the
