@@ -22,9 +22,13 @@ namespace redlock::detail {
 
 class client_impl {
 public:
-    client_impl(const boost::asio::any_io_executor& ex, std::vector<node_config> configs, const node_factory& factory)
+    /// `wakeup_linger`: how long a release channel stays subscribed after its last waiter left (release_wakeups;
+    /// shorter only in tests).
+    client_impl(const boost::asio::any_io_executor& ex, std::vector<node_config> configs, const node_factory& factory,
+                std::chrono::milliseconds wakeup_linger = release_wakeups::linger)
         : nodes_(ex, std::move(configs), factory),
-          wakeups_(release_wakeups::make(nodes_, [this](log_level l, std::string_view m) { log(l, m); })),
+          wakeups_(release_wakeups::make(
+              nodes_, [this](log_level l, std::string_view m) { log(l, m); }, wakeup_linger)),
           keeper_(std::make_shared<lease_keeper>(nodes_.strand()))
     {}
 

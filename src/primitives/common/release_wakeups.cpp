@@ -22,9 +22,10 @@ std::string clean_up_id(const std::string& token, std::uint64_t n)
     return clean_up_mark + token + ":" + std::to_string(n);
 }
 
-std::shared_ptr<release_wakeups> release_wakeups::make(node_set& nodes, logger log)
+std::shared_ptr<release_wakeups> release_wakeups::make(node_set& nodes, logger log,
+                                                       std::chrono::milliseconds linger_for)
 {
-    std::shared_ptr<release_wakeups> self(new release_wakeups(nodes, std::move(log)));
+    std::shared_ptr<release_wakeups> self(new release_wakeups(nodes, std::move(log), linger_for));
     std::weak_ptr<release_wakeups> weak = self;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         nodes.at(i).set_message_handler(
@@ -225,7 +226,7 @@ void release_wakeups::schedule_sweep()
 {
     if (sweep_armed_) return;
     sweep_armed_ = true;
-    sweep_.expires_after(linger);
+    sweep_.expires_after(linger_);
     sweep_.async_wait([weak = weak_from_this()](error_code ec) {
         if (ec) return;
         if (auto self = weak.lock()) self->sweep();
@@ -243,7 +244,7 @@ void release_wakeups::sweep()
             ++it;
             continue;
         }
-        if (now - state.idle_since < linger) {
+        if (now - state.idle_since < linger_) {
             idle_left = true;
             ++it;
             continue;

@@ -56,9 +56,10 @@ public:
     static constexpr std::chrono::milliseconds linger{2000};
 
     /// Routes the nodes' messages here; `nodes` must outlive this object's synchronous calls. `log` hears the
-    /// first refused subscription.
+    /// first refused subscription. `linger_for`: `linger`, but for the tests.
     using logger = std::function<void(log_level, std::string_view)>;
-    static std::shared_ptr<release_wakeups> make(node_set& nodes, logger log = {});
+    static std::shared_ptr<release_wakeups> make(node_set& nodes, logger log = {},
+                                                 std::chrono::milliseconds linger_for = linger);
 
     /// Registers `w` on `channels` (no I/O). Unwatch before `w` dies.
     void watch(const std::vector<std::string>& channels, release_watcher& w);
@@ -95,8 +96,9 @@ private:
         std::chrono::steady_clock::time_point idle_since{};  // when its last watcher left
     };
 
-    release_wakeups(node_set& nodes, logger log)
+    release_wakeups(node_set& nodes, logger log, std::chrono::milliseconds linger_for)
         : log_(std::move(log)),
+          linger_(linger_for),
           nodes_(nodes),
           names_(nodes.names()),
           quorum_(nodes.majority()),
@@ -112,6 +114,7 @@ private:
     void sweep();
 
     logger log_;
+    std::chrono::milliseconds linger_;
     node_set& nodes_;
     std::vector<std::string> names_;
     std::size_t quorum_;
