@@ -122,6 +122,7 @@ client make_client(const asio::any_io_executor& ex, const std::shared_ptr<trial_
     node_factory factory = [s, next](const asio::any_io_executor& e, const node_config&) -> std::unique_ptr<node> {
         return std::make_unique<stress_node>(e, (*next)++, s);
     };
+    // client's constructor takes no linger: an empty client is given a state made with one.
     client c(ex, {});
     detail::access::impl(c) = std::make_shared<detail::client_impl>(ex, std::move(configs), factory, short_linger);
     c.set_log_handler([s](log_level, std::string_view) {
