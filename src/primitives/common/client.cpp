@@ -10,7 +10,7 @@ namespace asio = boost::asio;
 asio::awaitable<std::tuple<error_code>> client_impl::connect(std::shared_ptr<client_impl> self, diagnostics* diag)
 {
     if (diag) diag->clear();
-    auto& nodes = self->nodes_;
+    auto& nodes = self->nodes();
     if (nodes.size() == 0) co_return std::tuple{make_error_code(error::invalid_argument)};
     // Decided like every quorum operation: a node still connecting does not hold the others up.
     // Named, not a temporary inside the co_await (g++ 12 may destroy such temporaries twice).

@@ -22,13 +22,16 @@ std::string clean_up_id(const std::string& token, std::uint64_t n)
     return clean_up_mark + token + ":" + std::to_string(n);
 }
 
-std::shared_ptr<release_wakeups> release_wakeups::make(node_set& nodes, logger log)
+std::shared_ptr<release_wakeups> release_wakeups::make(std::shared_ptr<node_set> nodes, logger log,
+                                                       std::chrono::milliseconds linger_for)
 {
-    std::shared_ptr<release_wakeups> self(new release_wakeups(nodes, std::move(log)));
+    std::shared_ptr<release_wakeups> self(new release_wakeups(std::move(nodes), std::move(log), linger_for));
     std::weak_ptr<release_wakeups> weak = self;
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-        nodes.at(i).set_message_handler(
-            [weak, strand = nodes.strand(), i](std::string_view channel, std::string_view payload) {
+    auto& all = *self->nodes_;
+    // The handler holds the strand (a copy) and a weak_ptr: nothing of the client's state.
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        all.at(i).set_message_handler(
+            [weak, strand = all.strand(), i](std::string_view channel, std::string_view payload) {
                 asio::dispatch(strand, [weak, channel = std::string(channel), payload = std::string(payload), i] {
                     if (auto s = weak.lock()) s->on_message(channel, payload, i);
                 });
@@ -42,13 +45,13 @@ void release_wakeups::watch(const std::vector<std::string>& channels, release_wa
     for (const auto& channel : channels) {
         auto [it, fresh] = channels_.try_emplace(channel);
         if (fresh) {
-            it->second.nodes.assign(nodes_.size(), node_state::none);
-            it->second.asked.assign(nodes_.size(), false);
+            it->second.nodes.assign(nodes_->size(), node_state::none);
+            it->second.asked.assign(nodes_->size(), false);
             it->second.generation = ++generations_;
         }
         it->second.watchers.push_back(&w);
     }
-    w.freed.assign(nodes_.size(), false);
+    w.freed.assign(nodes_->size(), false);
     w.channels = channels.size();
 }
 
@@ -81,13 +84,13 @@ void release_wakeups::subscribe(const std::vector<std::string>& channels)
             state.nodes[i] = node_state::subscribing;
             state.asked[i] = true;
             auto diag = std::make_shared<diagnostics>();
-            auto done = asio::bind_executor(nodes_.strand(),
+            auto done = asio::bind_executor(nodes_->strand(),
                                             [weak, channel, generation = state.generation, i, diag](error_code ec) {
                                                 if (auto self = weak.lock())
                                                     self->on_subscribed(channel, generation, i, ec, *diag);
                                             });
             try {
-                nodes_.at(i).async_subscribe({channel}, *diag, std::move(done));
+                nodes_->at(i).async_subscribe({channel}, *diag, std::move(done));
             } catch (...) {
                 state.nodes[i] = node_state::none;  // a node that throws counts as down
             }
@@ -225,9 +228,11 @@ void release_wakeups::schedule_sweep()
 {
     if (sweep_armed_) return;
     sweep_armed_ = true;
-    sweep_.expires_after(linger);
+    sweep_.expires_after(linger_);
     sweep_.async_wait([weak = weak_from_this()](error_code ec) {
         if (ec) return;
+        // What the sweep uses is this object's own (the node set shared): the client's state may die on another
+        // thread while it runs.
         if (auto self = weak.lock()) self->sweep();
     });
 }
@@ -243,7 +248,7 @@ void release_wakeups::sweep()
             ++it;
             continue;
         }
-        if (now - state.idle_since < linger) {
+        if (now - state.idle_since < linger_) {
             idle_left = true;
             ++it;
             continue;
@@ -254,12 +259,12 @@ void release_wakeups::sweep()
         for (std::size_t i = 0; i < state.nodes.size(); ++i)
             if (state.asked[i] && state.nodes[i] != node_state::refused) subscribed.push_back(i);
         if (!subscribed.empty()) {
-            nodes_.start(
+            nodes_->start(
                 {}, {},
                 [channel = it->first](node& n, fan_out_state&, std::size_t, node::completion done) {
                     n.async_unsubscribe({channel}, std::move(done));
                 },
-                answered, nodes_.size(), &subscribed);
+                answered, nodes_->size(), &subscribed);
         }
         it = channels_.erase(it);
     }

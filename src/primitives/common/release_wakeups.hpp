@@ -55,10 +55,13 @@ public:
     /// How long a channel stays subscribed after its last watcher left.
     static constexpr std::chrono::milliseconds linger{2000};
 
-    /// Routes the nodes' messages here; `nodes` must outlive this object's synchronous calls. `log` hears the
-    /// first refused subscription.
+    /// Routes the nodes' messages here. `log` hears the first refused subscription. `linger_for`: `linger`, but for
+    /// the tests. Shares `nodes`, and `log` must hold what it uses: a sweep or a subscription's answer runs on
+    /// the strand holding only a weak_ptr to this object, and the client's state (which owns it) may die on
+    /// another thread meanwhile, the last client, mutex or lease dropped there.
     using logger = std::function<void(log_level, std::string_view)>;
-    static std::shared_ptr<release_wakeups> make(node_set& nodes, logger log = {});
+    static std::shared_ptr<release_wakeups> make(std::shared_ptr<node_set> nodes, logger log = {},
+                                                 std::chrono::milliseconds linger_for = linger);
 
     /// Registers `w` on `channels` (no I/O). Unwatch before `w` dies.
     void watch(const std::vector<std::string>& channels, release_watcher& w);
@@ -95,13 +98,14 @@ private:
         std::chrono::steady_clock::time_point idle_since{};  // when its last watcher left
     };
 
-    release_wakeups(node_set& nodes, logger log)
+    release_wakeups(std::shared_ptr<node_set> nodes, logger log, std::chrono::milliseconds linger_for)
         : log_(std::move(log)),
-          nodes_(nodes),
-          names_(nodes.names()),
-          quorum_(nodes.majority()),
-          need_(nodes.size() - nodes.majority() + 1),
-          sweep_(nodes.strand())
+          linger_(linger_for),
+          nodes_(std::move(nodes)),
+          names_(nodes_->names()),
+          quorum_(nodes_->majority()),
+          need_(nodes_->size() - nodes_->majority() + 1),
+          sweep_(nodes_->strand())
     {}
     void on_subscribed(const std::string& channel, std::uint64_t generation, std::size_t node, error_code ec,
                        const diagnostics& diag);
@@ -112,7 +116,8 @@ private:
     void sweep();
 
     logger log_;
-    node_set& nodes_;
+    std::chrono::milliseconds linger_;
+    std::shared_ptr<node_set> nodes_;
     std::vector<std::string> names_;
     std::size_t quorum_;
     std::size_t need_;  // confirmed nodes that make a channel reliable
