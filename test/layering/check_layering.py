@@ -43,7 +43,15 @@ def rule_of(folder: str) -> str:
 
 
 def target_folder(include: str, path: pathlib.Path, src: pathlib.Path):
-    """The folder an include points into, or None when it is no file of src/."""
+    """The folder an include points into, or None when it is no file of src/. "lua/<folder>.hpp" is generated
+    (cmake/RedlockLua.cmake): the scripts of that folder."""
+    generated = re.fullmatch(r"lua/(\w+)\.hpp", include)
+    if generated:
+        short = generated.group(1)
+        for layer in ("primitives", "recipes"):
+            if (src / layer / short).is_dir():
+                return f"{layer}/{short}"
+        return short
     for base in (src, path.parent):  # the include root first, then the including file's own folder
         candidate = (base / include).resolve()
         if candidate.is_file() and src.resolve() in candidate.parents:

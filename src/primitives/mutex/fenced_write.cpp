@@ -1,4 +1,5 @@
-#include "primitives/mutex/fence_lua.hpp"
+#include "common/embedded_script.hpp"
+#include "lua/mutex.hpp"
 #include "primitives/mutex/fencing.hpp"
 
 #include <redlock/fenced_write.hpp>
@@ -8,23 +9,9 @@ namespace redlock {
 
 namespace {
 
-// KEYS[1]: the guard; KEYS[2 ..]: the key of each command. ARGV[1]: the token; then per command: its name,
-// how many arguments follow the key, the arguments. Returns {1, token} or {0, the guard's newer token}.
 const script& fenced_write_script()
 {
-    static const script s(std::string(detail::fence_lua_functions) + R"lua(
-local last = fence_of(KEYS[1])
-if less(ARGV[1], last) then return {0, last} end
-local a = 2
-for k = 2, #KEYS do
-  local count = tonumber(ARGV[a + 1])
-  redis.call(ARGV[a], KEYS[k], unpack(ARGV, a + 2, a + 1 + count))
-  a = a + 2 + count
-end
-if last ~= ARGV[1] then redis.call('SET', KEYS[1], ARGV[1]) end
-return {1, ARGV[1]}
-)lua");
-    return s;
+    return detail::embedded_script<detail::lua::mutex_fenced_write>();
 }
 
 }  // namespace

@@ -1,4 +1,6 @@
-#include "primitives/mutex/fence_lua.hpp"
+#include "common/embedded_script.hpp"
+#include "lua/common.hpp"
+#include "lua/mutex.hpp"
 #include "primitives/mutex/fencing.hpp"
 #include "primitives/mutex/lock_scripts.hpp"
 
@@ -9,161 +11,39 @@
 
 namespace redlock::detail::lock_scripts {
 
-namespace {
-
-// The first `n` KEYS are the lock keys. Sets them all to the token (ARGV[1]) with the ttl (ARGV[2]) unless
-// another token holds one of them; then the script returns -(that holder's PTTL), or 0 if its key has no TTL.
-constexpr std::string_view grant_or_refuse = R"lua(
-for i = 1, n do
-  local owner = redis.call('GET', KEYS[i])
-  if owner and owner ~= ARGV[1] then
-    local pttl = redis.call('PTTL', KEYS[i])
-    if pttl > 0 then return -pttl end
-    return 0
-  end
-end
-for i = 1, n do
-  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-end
-)lua";
-
-// `highest_fence()`: the largest counter among KEYS[n + 1 ..], '0' if none is set.
-constexpr std::string_view highest_fence_function = R"lua(
-local function highest_fence()
-  local highest = '0'
-  for i = n + 1, #KEYS do
-    local f = fence_of(KEYS[i])
-    if less(highest, f) then highest = f end
-  end
-  return highest
-end
-)lua";
-
-script make_script(std::string_view key_count, std::initializer_list<std::string_view> parts)
-{
-    std::string text = "local n = ";
-    text.append(key_count).append("\n");
-    for (auto part : parts) text.append(part);
-    return script(std::move(text));
-}
-
-}  // namespace
-
 const script& acquire()
 {
-    static const script s = make_script("#KEYS", {grant_or_refuse, "return 1\n"});
-    return s;
+    return embedded_script<lua::common_acquire>();
 }
 
 const script& acquire_reading_fence()
 {
-    static const script s = make_script(
-        "#KEYS / 2", {fence_lua_functions, highest_fence_function, grant_or_refuse, "return {1, highest_fence()}\n"});
-    return s;
+    return embedded_script<lua::mutex_acquire_reading_fence>();
 }
 
 const script& acquire_incrementing_fence()
 {
-    // Every counter goes to 1 + the highest of them; INCR keeps the arithmetic exact.
-    static const script s =
-        make_script("#KEYS / 2", {fence_lua_functions, highest_fence_function, grant_or_refuse, R"lua(
-local highest = highest_fence()
-for i = n + 1, #KEYS do
-  if fence_of(KEYS[i]) ~= highest then redis.call('SET', KEYS[i], highest) end
-  redis.call('INCR', KEYS[i])
-end
-return {1, redis.call('GET', KEYS[#KEYS])}
-)lua"});
-    return s;
+    return embedded_script<lua::mutex_acquire_incrementing_fence>();
 }
 
 const script& commit_fence()
 {
-    static const script s = make_script("#KEYS / 2", {fence_lua_functions, R"lua(
-for i = 1, n do
-  if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
-end
-for i = n + 1, #KEYS do
-  if not less(fence_of(KEYS[i]), ARGV[2]) then return -1 end
-end
-for i = n + 1, #KEYS do
-  redis.call('SET', KEYS[i], ARGV[2])
-end
-return 1
-)lua"});
-    return s;
+    return embedded_script<lua::common_commit_fence>();
 }
 
 const script& extend()
 {
-    static const script s(R"lua(
-local missing = false
-for i = 1, #KEYS do
-  local owner = redis.call('GET', KEYS[i])
-  if owner == false then
-    missing = true
-  elseif owner ~= ARGV[1] then
-    return -1
-  end
-end
-if missing then return 0 end
-for i = 1, #KEYS do
-  redis.call('PEXPIRE', KEYS[i], ARGV[2])
-end
-return 1
-)lua");
-    return s;
+    return embedded_script<lua::common_extend>();
 }
 
 const script& extend_many()
 {
-    static const script s(R"lua(
-local results, k = {}, 1
-for a = 1, #ARGV, 3 do
-  local n, token, ttl = tonumber(ARGV[a]), ARGV[a + 1], ARGV[a + 2]
-  local result = 1
-  for i = k, k + n - 1 do
-    -- pcall: a key of another type is "not ours" for its lease, not an error for the whole batch
-    local owner = redis.pcall('GET', KEYS[i])
-    if type(owner) == 'table' then
-      result = -1
-    elseif owner == false then
-      if result == 1 then result = 0 end
-    elseif owner ~= token then
-      result = -1
-    end
-  end
-  if result == 1 then
-    for i = k, k + n - 1 do redis.call('PEXPIRE', KEYS[i], ttl) end
-  end
-  results[#results + 1] = result
-  k = k + n
-end
-return results
-)lua");
-    return s;
+    return embedded_script<lua::common_extend_many>();
 }
 
 const script& release()
 {
-    // pcall: a PUBLISH the user may not make (an ACL without channel rights) must not turn the DEL that
-    // happened into a failed release; waiters then wake by their timers.
-    static const script s(R"lua(
-local released, others = 0, 0
-for i = 1, #KEYS do
-  local owner = redis.call('GET', KEYS[i])
-  if owner == ARGV[1] then
-    redis.call('DEL', KEYS[i])
-    released = released + 1
-    if ARGV[i + 2] then redis.pcall('PUBLISH', ARGV[i + 2], ARGV[2]) end
-  elseif owner then
-    others = others + 1
-  end
-end
-if others > 0 then return -others end
-return released
-)lua");
-    return s;
+    return embedded_script<lua::mutex_release>();
 }
 
 const char* fence_step_name(fence_step fence) noexcept

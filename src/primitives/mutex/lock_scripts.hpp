@@ -18,42 +18,14 @@
 
 namespace redlock::detail::lock_scripts {
 
-/// KEYS: the lock keys; ARGV: token, ttl in ms. Sets every key to the token with the ttl if none is held by
-/// another token (all or none; acquiring again is idempotent). Returns 1; when refused, -(holder's PTTL), or
-/// 0 if the holder's key has no TTL.
-const script& acquire();
-
-/// Fencing, phase 1 over N nodes. KEYS: the lock keys, then their fence counters; ARGV as acquire(). Grants
-/// as acquire() does and then returns {1, the highest of the counters} (a decimal string, "0" if none is
-/// set), changing none of them.
-const script& acquire_reading_fence();
-
-/// Fencing on one node: as acquire_reading_fence(), but sets every counter to 1 + the highest and returns
-/// {1, that new value}: the token, in the same round trip.
-const script& acquire_incrementing_fence();
-
-/// Fencing, phase 2 over N nodes. KEYS as acquire_reading_fence(); ARGV: token, fence T. Sets every counter
-/// to T if the token still holds every lock key and every counter is below T (strictly: of two holders
-/// committing the same T on a node, only the first succeeds). Returns 1; 0 if the lock is not ours; -1 if a
-/// counter is at T or above.
-const script& commit_fence();
-
-/// KEYS: the lock keys; ARGV: token, ttl in ms. Prolongs the keys only if every one still holds the token:
-/// an extension delayed past a release or a loss must never re-create a key nobody owns. Returns 1; 0 when
-/// a key is missing (the node restarted empty, or the key lapsed) and none is held by another token; -1
-/// when another token holds one.
-const script& extend();
-
-/// extend() for many leases at once (the watchdog's batches). ARGV: per lease its key count, token and ttl;
-/// KEYS: the leases' keys, in the same order. Returns an array with extend()'s answer for each lease (a key
-/// of another type counts as another owner's, -1, without failing the others).
-const script& extend_many();
-
-/// KEYS: the lock keys; ARGV: token, release id, then the release channel of each key. Deletes the keys that
-/// hold the token and publishes the release id on their channels, so a waiter retries at once (the same id
-/// from N nodes is one release; each release has its own id). A refused PUBLISH does not fail the release.
-/// Returns how many it deleted, or -(how many another token holds).
-const script& release();
+// The scripts; each one's contract (KEYS, ARGV, replies) heads its file.
+const script& acquire();                     ///< primitives/common/acquire.lua
+const script& acquire_reading_fence();       ///< primitives/mutex/acquire_reading_fence.lua (phase 1 over N nodes)
+const script& acquire_incrementing_fence();  ///< primitives/mutex/acquire_incrementing_fence.lua (one node)
+const script& commit_fence();                ///< primitives/common/commit_fence.lua (phase 2 over N nodes)
+const script& extend();                      ///< primitives/common/extend.lua
+const script& extend_many();                 ///< primitives/common/extend_many.lua (the watchdog's batches)
+const script& release();                     ///< primitives/mutex/release.lua
 
 /// What an acquire does with the fence counters.
 enum class fence_step {

@@ -21,20 +21,10 @@ namespace redlock::detail::rate_scripts {
 // fields in milliseconds, and the clock they were computed with. Each reads the time from the node (TIME) and
 // nothing from the client's clock, and sets a TTL on every key it writes.
 
-/// KEYS: the subject's key, holding its theoretical arrival time (TAT). ARGV: interval, units per us, capacity
-/// (burst + 1) and cost, as gcra_units (rate_arguments.hpp). Admits when TAT - now + cost x interval <=
-/// capacity x interval, and then moves the TAT by cost x interval.
-const script& gcra();
-
-/// KEYS: the window's counter. ARGV: rate, window in ms, cost. Admits when count + cost <= rate: INCRBY, and
-/// PEXPIRE when the INCRBY created the counter (in the same script: the expiry is never lost; a counter found
-/// without one gets it too). The window starts at its first admission.
-const script& fixed_window();
-
-/// KEYS: the log (a sorted set: one member "<sequence>:<cost>" per admitted call, scored by its time in us),
-/// and a hash of the log's total cost and member sequence. ARGV: rate, window in us, cost. Drops the calls that
-/// left the window (at or before now - window), admits when total + cost <= rate.
-const script& sliding_window();
+// The scripts; each one's contract (KEYS, ARGV, reply) heads its file in primitives/rate_limit/.
+const script& gcra();            ///< gcra.lua
+const script& fixed_window();    ///< fixed_window.lua
+const script& sliding_window();  ///< sliding_window.lua
 
 /// The one call of `limit`'s strategy for `cost`, with the node deadline; `limit` must be valid.
 request decision_request(const std::string& key, const rate_limit& limit, std::int64_t cost);

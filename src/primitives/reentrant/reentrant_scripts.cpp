@@ -1,4 +1,5 @@
-#include "primitives/mutex/fence_lua.hpp"
+#include "common/embedded_script.hpp"
+#include "lua/reentrant.hpp"
 #include "primitives/mutex/fencing.hpp"
 #include "primitives/reentrant/reentrant_scripts.hpp"
 
@@ -32,87 +33,24 @@ const resp::value* fenced_element(const response& resp, std::size_t i)
 
 }  // namespace
 
-// The first hold deletes whatever holds the key had: an earlier owner's, or a hash that outlived its key (deleted
-// by hand, lost in a failover), so that no stale hold or committed token carries over.
 const script& acquire()
 {
-    static const script s(R"lua(
-local owner = redis.call('GET', KEYS[1])
-if owner and owner ~= ARGV[1] then
-  local pttl = redis.call('PTTL', KEYS[1])
-  if pttl > 0 then return -pttl end
-  return 0
-end
-local mark = '=' .. ARGV[1]
-local kind = 1
-if owner then
-  kind = 2
-  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-else
-  redis.call('DEL', KEYS[2])
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-end
-redis.call('HSETNX', KEYS[2], mark, '0')
-redis.call('HSET', KEYS[2], ARGV[3], '1')
-redis.call('PEXPIRE', KEYS[2], redis.call('PTTL', KEYS[1]))
-if not KEYS[3] then return kind end
-local committed = redis.call('HGET', KEYS[2], mark)
-if ARGV[4] == 'increment' and committed == '0' then
-  redis.call('INCR', KEYS[3])
-  committed = redis.call('GET', KEYS[3])
-  redis.call('HSET', KEYS[2], mark, committed)
-end
-return {kind, redis.call('GET', KEYS[3]) or '0', committed}
-)lua");
-    return s;
+    return embedded_script<lua::reentrant_acquire>();
 }
 
 const script& commit_fence()
 {
-    static const script s(std::string(fence_lua_functions) + R"lua(
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-if not less(fence_of(KEYS[2]), ARGV[2]) then return -1 end
-redis.call('SET', KEYS[2], ARGV[2])
-redis.call('HSET', KEYS[3], '=' .. ARGV[1], ARGV[2])
-return 1
-)lua");
-    return s;
+    return embedded_script<lua::reentrant_commit_fence>();
 }
 
-// A hold counts only while its owner holds the key and the holds still have it: another owner's first hold, or
-// the same owner's after the key had lapsed, starts the holds afresh.
 const script& extend()
 {
-    static const script s(R"lua(
-local owner = redis.call('GET', KEYS[1])
-if not owner then return 0 end
-if owner ~= ARGV[3] then return -1 end
-if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0 then return 0 end
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
-end
-return 1
-)lua");
-    return s;
+    return embedded_script<lua::reentrant_extend>();
 }
 
 const script& release()
 {
-    static const script s(R"lua(
-local owner = redis.call('GET', KEYS[1])
-if not owner then
-  redis.call('DEL', KEYS[2])
-  return 0
-end
-if owner ~= ARGV[4] then return -1 end
-if redis.call('HDEL', KEYS[2], ARGV[1]) == 0 then return 0 end
-if redis.call('HLEN', KEYS[2]) - redis.call('HEXISTS', KEYS[2], '=' .. owner) > 0 then return 2 end
-redis.call('DEL', KEYS[1], KEYS[2])
-redis.pcall('PUBLISH', ARGV[3], ARGV[2])
-return 1
-)lua");
-    return s;
+    return embedded_script<lua::reentrant_release>();
 }
 
 request acquire_request(const std::string& key, const std::string& owner, const std::string& hold,

@@ -23,25 +23,11 @@
 
 namespace redlock::detail::reentrant_scripts {
 
-/// KEYS: the lock key, its holds[, its fence counter]; ARGV: owner, ttl in ms, hold id, fence step ("none",
-/// "read" or "increment"). Refused when another owner holds the key: -(its PTTL), or 0 without TTL. Otherwise
-/// adds the hold (the key's TTL becomes at least ttl) and returns 1 for a first hold, 2 for a re-entry; with a
-/// counter, {1 or 2, the counter, the token committed to the owner's holds or "0"}. A first hold starts the holds
-/// afresh, so it never carries a token of an earlier owner's. On one node ("increment") a hold without a committed
-/// token takes one (the counter + 1) and commits it to the holds: the third element is then its token.
-const script& acquire();
-/// Fencing, phase 2 over N nodes. KEYS: the lock key, its fence counter, its holds; ARGV: owner, token T. Sets the
-/// counter to T and commits T to the owner's holds, if the owner still holds the key and the counter is below T.
-/// Returns 1; 0 if the key is not the owner's; -1 if the counter is at T or above.
-const script& commit_fence();
-/// KEYS: the lock key, its holds; ARGV: hold id, ttl, owner. Prolongs both to at least ttl if the owner holds the
-/// key and the hold is one of its. Returns 1; 0 when the key or the hold is gone; -1 when another owner has it.
-const script& extend();
-/// KEYS: the lock key, its holds; ARGV: hold id, release id, release channel, owner. Removes the hold; frees the
-/// key (and publishes the release) when it was the owner's last. Returns 1 freed, 2 still held by the owner's
-/// other holds, 0 nothing of this hold left (the key gone, or the hold released already: a retried release),
-/// -1 the key is another owner's.
-const script& release();
+// The scripts; each one's contract (KEYS, ARGV, replies) heads its file in primitives/reentrant/.
+const script& acquire();  ///< acquire.lua: a first hold (1) or a re-entry (2); with fencing {kind, counter, committed}
+const script& commit_fence();  ///< commit_fence.lua: phase 2 over N nodes, committed to the owner's holds too
+const script& extend();        ///< extend.lua
+const script& release();       ///< release.lua: 1 freed, 2 still held, 0 nothing of this hold left, -1 another's
 
 request acquire_request(const std::string& key, const std::string& owner, const std::string& hold,
                         std::chrono::milliseconds ttl, std::chrono::milliseconds node_timeout,

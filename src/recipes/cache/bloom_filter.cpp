@@ -1,5 +1,7 @@
 // The Bloom filter's scripts: each checks the filter's shape against the one stored beside the bitmap, then
 // sets or reads the items' bits, in one call.
+#include "common/embedded_script.hpp"
+#include "lua/cache.hpp"
 #include "recipes/cache/bloom_math.hpp"
 
 #include <redlock/bloom_filter.hpp>
@@ -13,53 +15,14 @@ namespace detail {
 
 namespace {
 
-// KEYS[1]: the bitmap, KEYS[2]: its shape. ARGV[1]: our shape, ARGV[2]: k, then k bit positions per item.
-constexpr std::string_view shape_check = R"lua(
-local stored = redis.call('GET', KEYS[2])
-if stored and stored ~= ARGV[1] then
-  return redis.error_reply('BLOOMSHAPE ' .. KEYS[1] .. ' is a filter of ' .. stored .. ', not ' .. ARGV[1])
-end
-local k = tonumber(ARGV[2])
-)lua";
-
 const script& add_script()
 {
-    // Returns how many items had an unset bit.
-    static const script s(std::string(shape_check) + R"lua(
-if not stored then redis.call('SET', KEYS[2], ARGV[1]) end
-local added = 0
-for i = 3, #ARGV, k do
-  local new = 0
-  for j = i, i + k - 1 do
-    if redis.call('SETBIT', KEYS[1], ARGV[j], 1) == 0 then new = 1 end
-  end
-  added = added + new
-end
-return added
-)lua");
-    return s;
+    return embedded_script<lua::cache_bloom_add>();
 }
 
 const script& contains_script()
 {
-    // Returns 1 or 0 per item; -1 when the filter is missing (its bitmap or its shape: never added to, or lost to
-    // a FLUSHDB, a restart without persistence, an eviction), where no item can be said absent.
-    static const script s(std::string(shape_check) + R"lua(
-if not stored or redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local out = {}
-for i = 3, #ARGV, k do
-  local present = 1
-  for j = i, i + k - 1 do
-    if redis.call('GETBIT', KEYS[1], ARGV[j]) == 0 then
-      present = 0
-      break
-    end
-  end
-  out[#out + 1] = present
-end
-return out
-)lua");
-    return s;
+    return embedded_script<lua::cache_bloom_contains>();
 }
 
 }  // namespace

@@ -36,7 +36,4 @@ std::string encode_entry(const cache_entry& entry, std::string_view value);
 /// guard treats it as a miss and overwrites it).
 std::optional<cache_entry> decode_entry(std::string_view stored) noexcept;
 
-/// The Lua pattern that reads the token out of a stored entry, for the store script.
-constexpr std::string_view entry_token_lua_pattern = "^rlc1 [vn] (%d+) ";
-
 }  // namespace redlock::detail

@@ -1,4 +1,5 @@
-#include "primitives/mutex/fence_lua.hpp"
+#include "common/embedded_script.hpp"
+#include "lua/cache.hpp"
 #include "recipes/cache/cache_entry.hpp"
 #include "recipes/cache/cache_store.hpp"
 
@@ -8,20 +9,9 @@ namespace redlock::detail {
 
 namespace {
 
-// KEYS[1]: the value's key. ARGV[1]: the writer's fencing token, ARGV[2]: the entry, ARGV[3]: its TTL (ms).
 const script& store_script()
 {
-    static const script s(std::string(fence_lua_functions) + "local pattern = '" +
-                          std::string(entry_token_lua_pattern) + "'\n" + R"lua(
-local current = redis.call('GET', KEYS[1])
-if current then
-  local newer = string.match(current, pattern)
-  if newer and less(ARGV[1], newer) then return {0, current} end
-end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return {1}
-)lua");
-    return s;
+    return embedded_script<lua::cache_store>();
 }
 
 }  // namespace

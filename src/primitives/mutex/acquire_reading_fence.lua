@@ -1,0 +1,40 @@
+-- The plain lock's acquire with fencing over N nodes, phase 1 (doc/algorithms.md, "Fencing tokens over N
+-- nodes"): grants as common/acquire.lua and reads the counters, changing none.
+-- KEYS: the n lock keys, then their n fence counters ({key}:fence).
+-- ARGV[1]: the token; ARGV[2]: the ttl in ms.
+-- Returns {1, the highest counter (a decimal string, '0' if none is set)}; refused: -(the holder's PTTL), or 0
+-- when the holder's key has no TTL.
+
+-- A counter as a decimal string ('0' when unset); a script error when it is not a number. Compared as strings,
+-- counters past 2^53 (where Lua numbers lose precision) still compare exactly.
+local function fence_of(key)
+  local f = redis.call('GET', key)
+  if not f then return '0' end
+  if not string.match(f, '^%d+$') or (#f > 1 and string.sub(f, 1, 1) == '0') then
+    error('the fencing counter ' .. key .. ' holds ' .. f .. ', not a number')
+  end
+  return f
+end
+local function less(a, b)
+  if #a ~= #b then return #a < #b end
+  return a < b
+end
+
+local n = #KEYS / 2
+for i = 1, n do
+  local owner = redis.call('GET', KEYS[i])
+  if owner and owner ~= ARGV[1] then
+    local pttl = redis.call('PTTL', KEYS[i])
+    if pttl > 0 then return -pttl end
+    return 0
+  end
+end
+for i = 1, n do
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+end
+local highest = '0'
+for i = n + 1, #KEYS do
+  local f = fence_of(KEYS[i])
+  if less(highest, f) then highest = f end
+end
+return {1, highest}
