@@ -16,7 +16,7 @@ local function units_of(units, id)
 end
 -- Only after a key or field was deleted or written by hand (or by a client of the old layout, one member per
 -- unit): the units held, counted again from the permits. A permit whose units are unknown is forgotten, as by a
--- node that restarted empty; its holder's next extension takes it back if it fits.
+-- node that restarted empty (its holder's next successful extension gives it back if it fits).
 local function recount(holders, units)
   local known, held = {}, 0
   for _, id in ipairs(redis.call('ZRANGE', holders, 0, -1)) do
