@@ -361,6 +361,36 @@ BOOST_AUTO_TEST_CASE(a_release_of_5_units_wakes_5_waiters_and_the_sixth_waits_fo
     });
 }
 
+// A refusal's wait reads the 64 permits that expire first, at most: when room needs more of them to expire (66 of
+// 100 permits of one unit), the waiter looks again when the 64th does, early and never late, and is granted as
+// soon as enough have expired, not at its 30 s retry delay.
+BOOST_AUTO_TEST_CASE(a_wait_for_more_than_64_permits_to_expire_ends_when_they_have)
+{
+    cluster nodes(1);
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        auto o = options();
+        std::vector<redlock::permit> held;
+        for (const auto& [count, ttl] : {std::pair{64, 1000ms}, std::pair{36, 2500ms}}) {
+            o.ttl = ttl;
+            redlock::semaphore s(c, name, 100, o);
+            for (int i = 0; i < count; ++i) held.push_back(co_await s.async_acquire(asio::use_awaitable));
+        }
+        o = options(10'000ms);
+        o.retry_delay = 30'000ms;
+        redlock::diagnostics diag;
+        const auto start = steady::now();
+        auto [ec, p] = co_await redlock::semaphore(c, name, 100, o).async_acquire(66, diag, use_tuple);
+        const auto took = steady::now() - start;
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << diag.message());
+        BOOST_TEST_MESSAGE("granted after " << took / 1ms << " ms and " << diag.waiting().attempts << " attempts");
+        BOOST_TEST((took > 2000ms && took < 4000ms), took / 1ms << " ms");
+        co_await p.async_release(asio::use_awaitable);
+    });
+}
+
 // Expiry is the server's: a node whose clock runs an hour ahead scores the permit an hour ahead too, and the
 // extension reports what the node gives the permit by its own clock.
 BOOST_AUTO_TEST_CASE(expiry_and_extension_are_in_server_time)
