@@ -21,7 +21,7 @@ local function recount(holders, units)
   local known, held = {}, 0
   for _, id in ipairs(redis.call('ZRANGE', holders, 0, -1)) do
     local n = tonumber(redis.call('HGET', units, id))
-    if n then
+    if n and n > 0 then
       known[id] = n
       held = held + n
     else
