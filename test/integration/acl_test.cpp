@@ -68,13 +68,14 @@ const std::vector<std::string> app_user{"on",
                                         "+hlen",
                                         "+hexists",
                                         "+hincrby",
+                                        "+hgetall",
                                         "+getbit",
                                         "+setbit"};
 
 // doc/operations.md, "ACLs": a read-only user for `redlock status` and dashboards (async_inspect).
-const std::vector<std::string> viewer_user{"on",    ">pw",   "resetkeys", "%R~app:*", "%R~{app:*", "resetchannels",
-                                           "-@all", "+ping", "+get",      "+pttl",    "+zrange",   "+zcard",
-                                           "+time"};
+const std::vector<std::string> viewer_user{"on",     ">pw",   "resetkeys", "%R~app:*", "%R~{app:*", "resetchannels",
+                                           "-@all",  "+ping", "+get",      "+pttl",    "+zrange",   "+hgetall",
+                                           "+zcard", "+time"};
 
 void create_user(cluster& nodes, std::vector<std::string> rights, const std::string& name = "app")
 {
@@ -312,8 +313,8 @@ BOOST_AUTO_TEST_CASE(without_the_channel_pattern_waiters_lose_their_wake_ups)
     if (!log.warnings->empty()) BOOST_TEST(log.warnings->front().find("NOPERM") != std::string::npos);
 }
 
-// The read-only user reads a lock and a semaphore on every node (GET, PTTL; ZRANGE, GET, TIME, ZCARD) and can take
-// neither.
+// The read-only user reads a lock and a semaphore on every node (GET, PTTL; ZRANGE, HGETALL, GET, TIME, ZCARD) and can
+// take neither.
 BOOST_AUTO_TEST_CASE(a_read_only_user_inspects_locks_and_semaphores)
 {
     cluster nodes(3);

@@ -41,7 +41,7 @@ std::string redis_cli(const redis_node& node)
     return find_executable("redis-cli", "REDLOCK_REDIS_CLI") + " -h 127.0.0.1 -p " + std::to_string(node.port());
 }
 
-// Permit units in the semaphore's sorted set on each running node, summed.
+// Permits in the semaphore's sorted set on each running node, summed: one member each, and `exec` takes one unit.
 long units_on(const cluster& nodes, const std::string& key)
 {
     long n = 0;

@@ -43,10 +43,23 @@ redlock::semaphore_options options(std::chrono::milliseconds wait = 0ms)
     return o;
 }
 
-// Members of the permits' set on a node (units, expired ones not yet dropped included).
+// The units a node counts as held (its running total, expired permits not yet dropped included); 0 without one.
 long units_on(const redlock::test::redis_node& node)
 {
+    const auto held = node.cli({"HGET", redlock::aux_name(name, "units"), "held"});
+    return held.empty() ? 0 : std::stol(held);
+}
+
+// Members of the permits' set on a node: one per permit, whatever its units.
+long permits_on(const redlock::test::redis_node& node)
+{
     return std::stol(node.cli({"ZCARD", name}));
+}
+
+// The server's mean time per script call on a node (INFO commandstats), in microseconds.
+long script_usec_per_call(const redlock::test::redis_node& node)
+{
+    return std::max(node.command_stat("evalsha", "usec_per_call"), node.command_stat("eval", "usec_per_call"));
 }
 
 // Waiters in the fair queue of every node (the queue's key follows the semaphore's name: aux_name).
@@ -163,7 +176,7 @@ BOOST_AUTO_TEST_CASE(release_never_says_released_for_a_permit_that_was_not_held)
         auto [e1, p] = co_await s.async_acquire(2, use_tuple);
         BOOST_REQUIRE_MESSAGE(!e1, e1.message());
         BOOST_REQUIRE(co_await until_units(nodes, 2));
-        for (std::size_t i = 0; i < 2; ++i) nodes[i].cli({"ZREM", name, p.id(), p.id() + ":2"});  // gone on a quorum
+        for (std::size_t i = 0; i < 2; ++i) nodes[i].cli({"ZREM", name, p.id()});  // gone on a quorum
         redlock::diagnostics diag;
         auto [rel] = co_await p.async_release(diag, use_tuple);
         BOOST_TEST(rel == error::not_owner, rel.message() << ": " << diag.message());
@@ -177,6 +190,204 @@ BOOST_AUTO_TEST_CASE(release_never_says_released_for_a_permit_that_was_not_held)
         BOOST_TEST(brief.lost());
         auto [rel2] = co_await brief.async_release(use_tuple);
         BOOST_TEST(rel2 == error::lost, rel2.message());
+    });
+}
+
+// A permit of max_limit units costs a node what a permit of one unit does: granted within the default node timeout
+// (50 ms), extended and released, on 1 and 3 nodes, each script a small fraction of a millisecond of the server's
+// time. (With a member per unit, each took seconds: no node answered in time, and every attempt stalled the node
+// for all its other clients.)
+BOOST_DATA_TEST_CASE(a_permit_of_max_limit_units_is_granted_extended_and_released_in_the_default_node_timeout,
+                     data::make({1, 3}), n)
+{
+    constexpr auto all = redlock::semaphore::max_limit;
+    cluster nodes(static_cast<std::size_t>(n));
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        redlock::semaphore s(c, name, all, {.wait = 0ms});  // the default ttl (10 s) and node timeout
+        redlock::diagnostics diag;
+        auto [e1, p] = co_await s.async_acquire(all, diag, use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e1, e1.message() << ": " << diag.message());
+        BOOST_TEST(p.count() == all);
+        auto [e2, none] = co_await s.async_try_acquire(1, diag, use_tuple);
+        BOOST_TEST(e2 == error::not_acquired, e2.message() << ": " << diag.message());
+        auto [e3, seen] = co_await s.async_inspect(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e3, e3.message());
+        for (const auto& v : seen.nodes) {
+            BOOST_TEST(v.held() == all);
+            BOOST_TEST(v.available().value_or(-1) == 0);
+        }
+        auto [e4, remaining] = co_await p.async_extend(diag, use_tuple);
+        BOOST_TEST(!e4, e4.message() << ": " << diag.message());
+        BOOST_TEST(remaining.count() == 10'000);
+        auto [e5] = co_await p.async_release(diag, use_tuple);
+        BOOST_TEST(!e5, e5.message() << ": " << diag.message());
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+            BOOST_TEST(permits_on(nodes[i]) == 0);
+            BOOST_TEST(units_on(nodes[i]) == 0);
+        }
+    });
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+        BOOST_TEST(script_usec_per_call(nodes[i]) < 20'000,
+                   "node " << i << ": " << script_usec_per_call(nodes[i]) << " us of server time per script");
+}
+
+// Permits of 1, 5 and 1000 units side by side (limit 1006): never more units than the limit; one member each,
+// and each node counts exactly their units; a permit whose lease lapses frees exactly its 5 units; a release frees
+// exactly its own. A count that a key deleted by hand no longer backs is counted again from the permits, never
+// trusted: the total gone (the permits still count) or the permits' set gone (they no longer do).
+BOOST_DATA_TEST_CASE(permits_of_1_5_and_1000_units_count_exactly_their_units, data::make({1, 3}), n)
+{
+    constexpr std::int64_t limit = 1006;
+    cluster nodes(static_cast<std::size_t>(n));
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    const auto on_every_node = [&](auto check) {
+        for (std::size_t i = 0; i < nodes.size(); ++i) check(nodes[i]);
+    };
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        redlock::semaphore s(c, name, limit, options());
+        auto brief_options = options();
+        brief_options.ttl = 1000ms;
+        auto [e1, thousand] = co_await s.async_acquire(1000, use_tuple);
+        auto [e2, one] = co_await s.async_acquire(1, use_tuple);
+        auto [e3, five] = co_await redlock::semaphore(c, name, limit, brief_options).async_acquire(5, use_tuple);
+        BOOST_REQUIRE(!e1);
+        BOOST_REQUIRE(!e2);
+        BOOST_REQUIRE(!e3);
+        on_every_node([&](const auto& node) {
+            BOOST_TEST(permits_on(node) == 3);
+            BOOST_TEST(units_on(node) == limit);
+        });
+        auto [full, none] = co_await s.async_try_acquire(1, use_tuple);
+        BOOST_TEST(full == error::not_acquired, full.message());
+
+        co_await sleep_for(1200ms);  // the five's lease lapses: nobody extends it
+        auto [ec, seen] = co_await s.async_inspect(use_tuple);
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+        for (const auto& v : seen.nodes) {
+            BOOST_TEST(v.held() == 1001);
+            BOOST_TEST(v.available().value_or(-1) == 5);
+        }
+        auto [e4, six] = co_await s.async_try_acquire(6, use_tuple);
+        BOOST_TEST(e4 == error::not_acquired, e4.message());
+        auto [e5, five_again] = co_await s.async_try_acquire(5, use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e5, e5.message());
+        on_every_node([&](const auto& node) {
+            BOOST_TEST(permits_on(node) == 3);
+            BOOST_TEST(units_on(node) == limit);
+        });
+
+        co_await thousand.async_release(asio::use_awaitable);
+        on_every_node([&](const auto& node) { BOOST_TEST(units_on(node) == 6); });
+        auto [e6, too_many] = co_await s.async_try_acquire(1001, use_tuple);
+        BOOST_TEST(e6 == error::not_acquired, e6.message());
+        auto [e7, rest] = co_await s.async_try_acquire(1000, use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e7, e7.message());
+        co_await rest.async_release(asio::use_awaitable);
+
+        on_every_node([&](const auto& node) { node.cli({"HDEL", redlock::aux_name(name, "units"), "held"}); });
+        auto [e8, past_the_total] = co_await s.async_try_acquire(1001, use_tuple);
+        BOOST_TEST(e8 == error::not_acquired, e8.message());  // the 6 units held still count
+        on_every_node([&](const auto& node) { BOOST_TEST(units_on(node) == 6); });
+
+        on_every_node([&](const auto& node) { node.cli({"DEL", name}); });
+        auto [e9, everything] = co_await s.async_try_acquire(limit, use_tuple);
+        BOOST_REQUIRE_MESSAGE(!e9, e9.message());  // the permits are gone there: their 6 units no longer count
+        on_every_node([&](const auto& node) { BOOST_TEST(units_on(node) == limit); });
+        co_await everything.async_release(asio::use_awaitable);
+        on_every_node([&](const auto& node) { BOOST_TEST(node.cli({"EXISTS", name, "{workers}:units"}) == "0"); });
+    });
+}
+
+// A release of 5 units among permits of 1 and 1000 (limit 1006, all taken) publishes "+5": of six waiters for one
+// unit, five are woken by its message and granted, and the sixth, for which nothing is free, waits on until the
+// release of the 1-unit permit wakes it.
+BOOST_AUTO_TEST_CASE(a_release_of_5_units_wakes_5_waiters_and_the_sixth_waits_for_the_next)
+{
+    constexpr std::int64_t limit = 1006;
+    cluster nodes(3);
+    asio::io_context ctx;
+    redlock::client holder(ctx.get_executor(), configs(nodes));
+    redlock::client waiters(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await holder.async_connect(asio::use_awaitable);
+        co_await waiters.async_connect(asio::use_awaitable);
+        auto o = options(30'000ms);
+        o.ttl = 60'000ms;
+        redlock::semaphore held(holder, name, limit, o);
+        auto [e1, thousand] = co_await held.async_acquire(1000, use_tuple);
+        auto [e2, five] = co_await held.async_acquire(5, use_tuple);
+        auto [e3, one] = co_await held.async_acquire(1, use_tuple);
+        BOOST_REQUIRE(!e1);
+        BOOST_REQUIRE(!e2);
+        BOOST_REQUIRE(!e3);
+        BOOST_REQUIRE(co_await until_units(nodes, limit));
+
+        constexpr std::size_t count = 6;
+        std::vector<redlock::diagnostics> diags(count);
+        std::vector<std::optional<error_code>> results(count);
+        std::vector<redlock::permit> got(count);
+        redlock::semaphore s(waiters, name, limit, o);
+        for (std::size_t i = 0; i < count; ++i)
+            s.async_acquire(1, diags[i], [&, i](error_code e, redlock::permit p) {
+                results[i] = e;
+                got[i] = std::move(p);
+            });
+        while (std::any_of(diags.begin(), diags.end(), [](auto& d) { return d.waiting().attempts < 1; }))
+            co_await sleep_for(5ms);
+        co_await sleep_for(300ms);  // each refused, subscribed (and checked again): asleep now
+        const auto granted = [&] {
+            return std::count_if(results.begin(), results.end(), [](auto& r) { return r && !*r; });
+        };
+        co_await five.async_release(asio::use_awaitable);
+        const auto deadline = steady::now() + 3s;
+        while (granted() < 5 && steady::now() < deadline) co_await sleep_for(2ms);
+        co_await sleep_for(300ms);  // time enough for a sixth grant, were one possible
+        BOOST_TEST(granted() == 5);
+        BOOST_TEST(std::count_if(results.begin(), results.end(), [](auto& r) { return !r; }) == 1);
+        co_await one.async_release(asio::use_awaitable);
+        while (granted() < 6 && steady::now() < deadline + 3s) co_await sleep_for(2ms);
+        BOOST_TEST(granted() == 6);
+        for (std::size_t i = 0; i < count; ++i) {
+            BOOST_TEST(diags[i].waiting().timed_retries == 0u);  // woken by the messages, never by a timer
+            co_await got[i].async_release(use_tuple);
+        }
+        co_await thousand.async_release(asio::use_awaitable);
+        BOOST_TEST(co_await until_units(nodes, 0));
+    });
+}
+
+// A refusal's wait reads the 64 permits that expire first, at most: when room needs more of them to expire (66 of
+// 100 permits of one unit), the waiter looks again when the 64th does, early and never late, and is granted as
+// soon as enough have expired, not at its 30 s retry delay.
+BOOST_AUTO_TEST_CASE(a_wait_for_more_than_64_permits_to_expire_ends_when_they_have)
+{
+    cluster nodes(1);
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), configs(nodes));
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        auto o = options();
+        std::vector<redlock::permit> held;
+        for (const auto& [count, ttl] : {std::pair{64, 2000ms}, std::pair{36, 4000ms}}) {
+            o.ttl = ttl;
+            redlock::semaphore s(c, name, 100, o);
+            for (int i = 0; i < count; ++i) held.push_back(co_await s.async_acquire(asio::use_awaitable));
+        }
+        o = options(10'000ms);
+        o.retry_delay = 30'000ms;
+        redlock::diagnostics diag;
+        const auto start = steady::now();
+        auto [ec, p] = co_await redlock::semaphore(c, name, 100, o).async_acquire(66, diag, use_tuple);
+        const auto took = steady::now() - start;
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << diag.message());
+        BOOST_TEST_MESSAGE("granted after " << took / 1ms << " ms and " << diag.waiting().attempts << " attempts");
+        BOOST_TEST((took < 5000ms), took / 1ms << " ms");
+        co_await p.async_release(asio::use_awaitable);
     });
 }
 
@@ -226,8 +437,9 @@ BOOST_AUTO_TEST_CASE(an_abandoned_semaphore_leaves_no_key_behind)
             BOOST_REQUIRE_MESSAGE(!ec, ec.message());
             s.async_acquire([](error_code, redlock::permit) {});  // a waiter, queued behind
             while (redlock::test::fair_queue_length(nodes[0], name) != 1) co_await sleep_for(5ms);
-            for (const auto& key : {name, std::string("{workers}:limit"), std::string("{workers}:queue"),
-                                    std::string("{workers}:alive"), std::string("{workers}:ticket")})
+            for (const auto& key :
+                 {name, std::string("{workers}:units"), std::string("{workers}:limit"), std::string("{workers}:queue"),
+                  std::string("{workers}:alive"), std::string("{workers}:ticket")})
                 BOOST_TEST(std::stol(nodes[0].cli({"PTTL", key})) > 0, key << " has no TTL");
             ctx.stop();  // the process "dies": no release, no leave, no heartbeat
         });

@@ -16,7 +16,7 @@ namespace {
 namespace asio = boost::asio;
 using ms = std::chrono::milliseconds;
 
-constexpr std::size_t replies_per_read = 4;  // ZRANGE WITHSCORES, GET limit, TIME, ZCARD queue
+constexpr std::size_t replies_per_read = 5;  // ZRANGE WITHSCORES, HGETALL units, GET limit, TIME, ZCARD queue
 
 vote classify_read(error_code ec, const response& resp)
 {
@@ -56,6 +56,17 @@ std::vector<std::pair<std::string, double>> scored_members(const resp::value& ra
     return out;
 }
 
+// HGETALL of the units: a map in RESP3, a flat field, value, ... list in RESP2 (both flat here); `held`, their
+// sum, is no permit.
+std::map<std::string, std::int64_t> units_by_id(const resp::value& hash)
+{
+    std::map<std::string, std::int64_t> out;
+    const auto& e = hash.elements;
+    for (std::size_t i = 0; i + 1 < e.size(); i += 2)
+        if (auto n = e[i + 1].as_integer(); n && *n > 0 && e[i].text != "held") out.emplace(e[i].text, *n);
+    return out;
+}
+
 node_semaphore_view view_of(const std::string& node, error_code ec, const response& resp, const diagnostics& diag)
 {
     node_semaphore_view v;
@@ -65,7 +76,7 @@ node_semaphore_view view_of(const std::string& node, error_code ec, const respon
         v.message = diag.message().empty() ? ec.message() : std::string(diag.message());
         return v;
     }
-    const auto now = resp.size() == replies_per_read ? server_ms(resp[2]) : std::nullopt;
+    const auto now = resp.size() == replies_per_read ? server_ms(resp[3]) : std::nullopt;
     if (!now) {
         v.ec = make_error_code(error::protocol_error);
         v.message = "unexpected reply";
@@ -74,23 +85,20 @@ node_semaphore_view view_of(const std::string& node, error_code ec, const respon
     if (resp[0].is_error()) {
         v.message = "the key is not a semaphore: " + std::string(resp[0].error_text());
     } else {
-        std::map<std::string, permit_view> by_id;
-        for (const auto& [member, expires] : scored_members(resp[0])) {
+        const auto units = units_by_id(resp[1]);
+        for (const auto& [id, expires] : scored_members(resp[0])) {
             const auto left = static_cast<std::int64_t>(expires) - *now;
-            if (left <= 0) continue;                              // expired: the next script on that node drops it
-            auto& p = by_id[member.substr(0, member.find(':'))];  // units of one permit: id, id:2, ...
-            p.id = member.substr(0, member.find(':'));
-            ++p.count;
-            p.ttl = ms(left);
+            const auto count = units.find(id);
+            // Expired, or its units unknown (the keys written by hand): the next script on that node drops it.
+            if (left <= 0 || count == units.end()) continue;
+            v.permits.push_back({id, count->second, ms(left)});
         }
-        for (auto& [id, p] : by_id) v.permits.push_back(std::move(p));
-        std::sort(v.permits.begin(), v.permits.end(), [](const auto& a, const auto& b) { return a.ttl < b.ttl; });
     }
-    if (!resp[1].is_null() && !resp[1].is_error()) {
-        v.limit = resp[1].as_integer();
-        if (!v.limit) v.message = "the limit holds '" + resp[1].text + "', not a number";
+    if (!resp[2].is_null() && !resp[2].is_error()) {
+        v.limit = resp[2].as_integer();
+        if (!v.limit) v.message = "the limit holds '" + resp[2].text + "', not a number";
     }
-    if (auto waiters = resp[3].as_integer(); waiters && *waiters > 0) v.waiters = static_cast<std::size_t>(*waiters);
+    if (auto waiters = resp[4].as_integer(); waiters && *waiters > 0) v.waiters = static_cast<std::size_t>(*waiters);
     return v;
 }
 

@@ -7,23 +7,64 @@ namespace redlock::detail::semaphore_scripts {
 
 namespace {
 
-// After the fair queue's functions (server_now, keep, drop_dead, join): the permits' units, the limit, and the
-// first fair waiter that is not a holder already.
+// After the fair queue's functions (server_now, keep, drop_dead, join): the permits and their units, the limit, and
+// the first fair waiter that is not a holder already. Each costs O(1) in the units of a permit; loops run over
+// permits only where bounded: the expired ones (each dropped once), the first 64 in wait_for_expiry, and a recount.
 constexpr std::string_view permit_functions = R"lua(
-local function unit(id, k)
-  if k == 1 then return id end
-  return id .. ':' .. k
+local function units_of(units, id)
+  return tonumber(redis.call('HGET', units, id)) or 0
 end
-local function units_of(holders, id)
-  local k = 0
-  while redis.call('ZSCORE', holders, unit(id, k + 1)) do k = k + 1 end
-  return k
+-- Only after a key or field was deleted or written by hand (or by a client of the old layout, one member per
+-- unit): the units held, counted again from the permits. A permit whose units are unknown is forgotten, as by a
+-- node that restarted empty (its holder's next successful extension gives it back if it fits).
+local function recount(holders, units)
+  local known, held = {}, 0
+  for _, id in ipairs(redis.call('ZRANGE', holders, 0, -1)) do
+    local n = tonumber(redis.call('HGET', units, id))
+    if n and n > 0 then
+      known[id] = n
+      held = held + n
+    else
+      redis.call('ZREM', holders, id)
+    end
+  end
+  redis.call('DEL', units)
+  if held == 0 then return 0 end
+  for id, n in pairs(known) do redis.call('HSET', units, id, n) end
+  redis.call('HSET', units, 'held', held)
+  local life = redis.call('PTTL', holders)
+  if life > 0 then redis.call('PEXPIRE', units, life) end
+  return held
 end
-local function drop_units(holders, id, count)
-  for k = 1, count do redis.call('ZREM', holders, unit(id, k)) end
-end
-local function expire_permits(holders, now)
+-- The units held once the expired permits are dropped. The hash holds a field per permit and the total: any other
+-- count of fields means someone else wrote the keys.
+local function settle(holders, units, now)
+  local held = redis.call('HGET', units, 'held')
+  if held and redis.call('HLEN', units) == redis.call('ZCARD', holders) + 1 then
+    held = tonumber(held)
+  else
+    held = recount(holders, units)
+  end
+  local expired = redis.call('ZRANGEBYSCORE', holders, '-inf', now)
+  if #expired == 0 then return held end
+  for _, id in ipairs(expired) do
+    held = held - units_of(units, id)
+    redis.call('HDEL', units, id)
+  end
   redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
+  if held > 0 then redis.call('HSET', units, 'held', held) else redis.call('DEL', units) end
+  return held
+end
+local function add_permit(holders, units, id, n, mine, expires)
+  redis.call('ZADD', holders, expires, id)
+  redis.call('HSET', units, id, n)
+  redis.call('HINCRBY', units, 'held', n - mine)
+end
+local function drop_permit(holders, units, id, mine)
+  if mine == 0 then return end
+  redis.call('ZREM', holders, id)
+  redis.call('HDEL', units, id)
+  if redis.call('HINCRBY', units, 'held', -mine) <= 0 then redis.call('DEL', units) end
 end
 local function limit_of(limit_key, default, life)
   local stored = redis.call('GET', limit_key)
@@ -36,11 +77,18 @@ local function limit_of(limit_key, default, life)
   keep(limit_key, life)
   return limit
 end
--- ms until `count` more units are free by expiry alone; -1 when fewer are held
-local function wait_for_expiry(holders, count, now)
-  local nth = redis.call('ZRANGE', holders, count - 1, count - 1, 'WITHSCORES')
-  if not nth[2] then return -1 end
-  return tonumber(nth[2]) - now
+-- ms until `count` more units are free by expiry alone; -1 when fewer are held. Reads the 64 permits that expire
+-- first at most: when they hold fewer units, the last of them gives an earlier time (an extra attempt), never a
+-- later one.
+local function wait_for_expiry(holders, units, count, now)
+  local soonest = redis.call('ZRANGE', holders, 0, 63, 'WITHSCORES')
+  local freed = 0
+  for i = 1, #soonest, 2 do
+    freed = freed + units_of(units, soonest[i])
+    if freed >= count then return tonumber(soonest[i + 1]) - now end
+  end
+  if #soonest == 128 then return tonumber(soonest[128]) - now end
+  return -1
 end
 -- The first live waiter that holds no permit (a waiter granted stays queued until it leaves or its heartbeat
 -- ends); `id` counts as a waiter wherever it is.
@@ -58,12 +106,12 @@ local function first_waiter(queue, alive, holders, id)
     end
   end
 end
-local function extend_one(holders, limit_key, id, ttl, margin, now)
-  expire_permits(holders, now)
-  local mine = units_of(holders, id)
-  if mine == 0 then return 0 end
-  for k = 1, mine do redis.call('ZADD', holders, 'XX', now + ttl, unit(id, k)) end
+local function extend_one(holders, units, limit_key, id, ttl, margin, now)
+  local expires = redis.call('ZSCORE', holders, id)
+  if not expires or tonumber(expires) <= now then return 0 end
+  redis.call('ZADD', holders, 'XX', now + ttl, id)
   keep(holders, ttl + margin)
+  keep(units, ttl + margin)
   keep(limit_key, ttl + margin)
   return ttl
 end
@@ -76,9 +124,21 @@ script make_script(std::string_view body)
     return script(std::move(text));
 }
 
-std::vector<std::string> queue_keys(const std::string& name)
+std::string units_key(const std::string& name)
 {
-    return {aux_name(name, "queue"), aux_name(name, "alive")};
+    return aux_name(name, "units");
+}
+
+// The permits' set and their units: every script that removes a permit keeps both in step.
+std::vector<std::string> permit_keys(const std::string& name)
+{
+    return {name, units_key(name)};
+}
+
+// And the limit, which lives as long as the permits.
+std::vector<std::string> permit_and_limit_keys(const std::string& name)
+{
+    return {name, units_key(name), limit_key(name)};
 }
 
 std::string ms_text(std::chrono::milliseconds d)
@@ -91,24 +151,25 @@ std::string ms_text(std::chrono::milliseconds d)
 const script& acquire()
 {
     static const script s = make_script(R"lua(
-local holders, limit_key = KEYS[1], KEYS[2]
+local holders, units, limit_key = KEYS[1], KEYS[2], KEYS[3]
 local id, n, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local life = ttl + tonumber(ARGV[5])
 local now = server_now()
-expire_permits(holders, now)
+local held = settle(holders, units, now)
 local limit = limit_of(limit_key, ARGV[4], life)
 if type(limit) == 'table' then return limit end
-local mine = units_of(holders, id)
-local held = redis.call('ZCARD', holders) - mine
+local mine = units_of(units, id)
+held = held - mine
 if held + n <= limit then
-  for k = 1, n do redis.call('ZADD', holders, now + ttl, unit(id, k)) end
+  add_permit(holders, units, id, n, mine, now + ttl)
   keep(holders, life)
+  keep(units, life)
   return {1, held + n, limit}
 end
 -- A grant of an earlier attempt must not outlive this refusal: a refused node gets no clean-up.
-drop_units(holders, id, mine)
+drop_permit(holders, units, id, mine)
 local wait = -1
-if n <= limit then wait = wait_for_expiry(holders, held + n - limit, now) end
+if n <= limit then wait = wait_for_expiry(holders, units, held + n - limit, now) end
 return {0, wait, held, limit}
 )lua");
     return s;
@@ -117,32 +178,33 @@ return {0, wait, held, limit}
 const script& fair_acquire()
 {
     static const script s = make_script(R"lua(
-local holders, limit_key, queue, alive, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local holders, units, limit_key, queue, alive, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local id, n, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local life, wttl, ticket, channel = ttl + tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], ARGV[9]
 local now = server_now()
 drop_dead(queue, alive, now)
 if ticket ~= '0' then join(queue, alive, counter, id, ticket, now, wttl) end
-expire_permits(holders, now)
+local held = settle(holders, units, now)
 local limit = limit_of(limit_key, ARGV[4], life)
 if type(limit) == 'table' then return limit end
-local mine = units_of(holders, id)
-local held = redis.call('ZCARD', holders) - mine
+local mine = units_of(units, id)
+held = held - mine
 local first = first_waiter(queue, alive, holders, id)
 if (not first or first == id) and held + n <= limit then
-  for k = 1, n do redis.call('ZADD', holders, now + ttl, unit(id, k)) end
+  add_permit(holders, units, id, n, mine, now + ttl)
   keep(holders, life)
+  keep(units, life)
   local next = first_waiter(queue, alive, holders, nil)
   if next and held + n < limit then redis.pcall('PUBLISH', channel, id .. ':next\n' .. next) end
   return {1, '0', redis.call('GET', counter) or '0', limit}
 end
 -- A grant of an earlier attempt while others come first: give it back to them.
 if mine > 0 then
-  drop_units(holders, id, mine)
+  drop_permit(holders, units, id, mine)
   redis.pcall('PUBLISH', channel, '~' .. id .. ':back\n' .. (first or ''))
 end
 local wait = -1
-if held + n > limit and n <= limit then wait = wait_for_expiry(holders, held + n - limit, now) end
+if held + n > limit and n <= limit then wait = wait_for_expiry(holders, units, held + n - limit, now) end
 if first and first ~= id then
   local ends = redis.call('ZSCORE', alive, first)
   if ends and (wait < 0 or tonumber(ends) - now < wait) then wait = tonumber(ends) - now end
@@ -159,7 +221,7 @@ return {0, wait, redis.call('GET', counter) or '0', ticket, limit}
 const script& extend()
 {
     static const script s = make_script(R"lua(
-return extend_one(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), server_now())
+return extend_one(KEYS[1], KEYS[2], KEYS[3], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), server_now())
 )lua");
     return s;
 }
@@ -168,9 +230,10 @@ const script& extend_many()
 {
     static const script s = make_script(R"lua(
 local margin, now, results = tonumber(ARGV[1]), server_now(), {}
-for j = 1, #KEYS / 2 do
+for j = 1, #KEYS / 3 do
   -- pcall: keys of another type fail their own permit ("not held", -1), not the whole batch
-  local ok, result = pcall(extend_one, KEYS[2 * j - 1], KEYS[2 * j], ARGV[2 * j], tonumber(ARGV[2 * j + 1]), margin, now)
+  local ok, result = pcall(extend_one, KEYS[3 * j - 2], KEYS[3 * j - 1], KEYS[3 * j], ARGV[2 * j],
+                           tonumber(ARGV[2 * j + 1]), margin, now)
   if ok then results[j] = result else results[j] = -1 end
 end
 return results
@@ -182,10 +245,10 @@ const script& release()
 {
     // pcall: a PUBLISH the user may not make must not fail the release; waiters then wake by their timers.
     static const script s = make_script(R"lua(
-local holders, id = KEYS[1], ARGV[1]
-expire_permits(holders, server_now())
-local mine = units_of(holders, id)
-drop_units(holders, id, mine)
+local holders, units, id = KEYS[1], KEYS[2], ARGV[1]
+settle(holders, units, server_now())
+local mine = units_of(units, id)
+drop_permit(holders, units, id, mine)
 if mine > 0 then redis.pcall('PUBLISH', ARGV[3], ARGV[2] .. '\n+' .. mine) end
 return mine
 )lua");
@@ -195,13 +258,13 @@ return mine
 const script& fair_release()
 {
     static const script s = make_script(R"lua(
-local holders, queue, alive = KEYS[1], KEYS[2], KEYS[3]
+local holders, units, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, leave = ARGV[1], ARGV[4] == '1'
 local now = server_now()
 drop_dead(queue, alive, now)
-expire_permits(holders, now)
-local mine = units_of(holders, id)
-drop_units(holders, id, mine)
+settle(holders, units, now)
+local mine = units_of(units, id)
+drop_permit(holders, units, id, mine)
 local was_first = first_waiter(queue, alive, holders, id) == id
 if leave then
   redis.call('ZREM', queue, id)
@@ -218,7 +281,7 @@ return mine
 const script& set_limit()
 {
     static const script s = make_script(R"lua(
-local holders, limit_key, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local holders, units, limit_key, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local new, channel, change = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local old = tonumber(redis.call('GET', limit_key) or '0') or 0
 local life = math.max(redis.call('PTTL', holders), redis.call('PTTL', limit_key), tonumber(ARGV[4]))
@@ -229,7 +292,7 @@ if new ~= old then
   redis.pcall('PUBLISH', channel, change .. '\n+*')
   local now = server_now()
   drop_dead(queue, alive, now)
-  expire_permits(holders, now)
+  settle(holders, units, now)
   local first = first_waiter(queue, alive, holders, nil)
   if first then redis.pcall('PUBLISH', channel, change .. ':first\n' .. first) end
 end
@@ -247,7 +310,7 @@ request acquire_request(const std::string& name, const std::string& id, std::int
                         std::chrono::milliseconds ttl, std::int64_t limit, std::chrono::milliseconds node_timeout)
 {
     request req;
-    req.push_script(acquire(), {name, limit_key(name)},
+    req.push_script(acquire(), permit_and_limit_keys(name),
                     {id, std::to_string(units), ms_text(ttl), std::to_string(limit), ms_text(key_margin)});
     req.set_timeout(node_timeout);
     return req;
@@ -257,9 +320,10 @@ request fair_acquire_request(const std::string& name, const std::string& id, std
                              std::chrono::milliseconds ttl, std::int64_t limit, std::chrono::milliseconds waiter_ttl,
                              std::uint64_t ticket, bool take_ticket, std::chrono::milliseconds node_timeout)
 {
+    auto keys = permit_and_limit_keys(name);
+    keys.insert(keys.end(), {aux_name(name, "queue"), aux_name(name, "alive"), aux_name(name, "ticket")});
     request req;
-    req.push_script(fair_acquire(),
-                    {name, limit_key(name), aux_name(name, "queue"), aux_name(name, "alive"), aux_name(name, "ticket")},
+    req.push_script(fair_acquire(), keys,
                     {id, std::to_string(units), ms_text(ttl), std::to_string(limit), ms_text(key_margin),
                      ms_text(waiter_ttl), std::to_string(ticket), take_ticket ? "1" : "0", release_channel(name)});
     req.set_timeout(node_timeout);
@@ -270,7 +334,7 @@ request extend_request(const lease_spec& permit, std::chrono::milliseconds ttl, 
 {
     const auto& name = permit.routing_key();
     request req;
-    req.push_script(extend(), {name, limit_key(name)}, {permit.token, ms_text(ttl), ms_text(key_margin)});
+    req.push_script(extend(), permit_and_limit_keys(name), {permit.token, ms_text(ttl), ms_text(key_margin)});
     req.set_timeout(node_timeout);
     return req;
 }
@@ -278,11 +342,11 @@ request extend_request(const lease_spec& permit, std::chrono::milliseconds ttl, 
 request extend_batch_request(const std::vector<batch_entry>& permits, std::chrono::milliseconds node_timeout)
 {
     std::vector<std::string> keys, args{ms_text(key_margin)};
-    keys.reserve(2 * permits.size());
+    keys.reserve(3 * permits.size());
     args.reserve(1 + 2 * permits.size());
     for (const auto& p : permits) {
-        keys.push_back(p.lease->routing_key());
-        keys.push_back(limit_key(p.lease->routing_key()));
+        auto own = permit_and_limit_keys(p.lease->routing_key());
+        keys.insert(keys.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
         args.push_back(p.lease->token);
         args.push_back(ms_text(p.ttl));
     }
@@ -296,7 +360,8 @@ request release_request(const lease_spec& permit, std::string_view release_id, s
 {
     const auto& name = permit.routing_key();
     request req;
-    req.push_script(release(), {name}, {permit.token, release_id, release_channel(name)});
+    req.push_script(release(), permit_keys(name),
+                    std::vector<std::string>{permit.token, std::string(release_id), release_channel(name)});
     req.set_timeout(node_timeout);
     return req;
 }
@@ -305,8 +370,8 @@ namespace {
 request fair_release_request(const std::string& name, const std::string& id, std::string_view release_id,
                              std::chrono::milliseconds node_timeout, bool leave)
 {
-    auto keys = queue_keys(name);
-    keys.insert(keys.begin(), name);
+    auto keys = permit_keys(name);
+    keys.insert(keys.end(), {aux_name(name, "queue"), aux_name(name, "alive")});
     request req;
     req.push_script(fair_release(), keys,
                     std::vector<std::string>{id, std::string(release_id), release_channel(name), leave ? "1" : "0"});
@@ -330,8 +395,8 @@ request fair_release_keeping_place(const lease_spec& permit, std::string_view re
 request set_limit_request(const std::string& name, std::int64_t limit, std::string_view change_id,
                           std::chrono::milliseconds least_life, std::chrono::milliseconds node_timeout)
 {
-    auto keys = queue_keys(name);
-    keys.insert(keys.begin(), {name, limit_key(name)});
+    auto keys = permit_and_limit_keys(name);
+    keys.insert(keys.end(), {aux_name(name, "queue"), aux_name(name, "alive")});
     request req;
     req.push_script(set_limit(), keys,
                     std::vector<std::string>{std::to_string(limit), release_channel(name), std::string(change_id),
@@ -344,6 +409,7 @@ request inspect_request(const std::string& name, std::chrono::milliseconds node_
 {
     request req;
     req.push("ZRANGE", name, 0, -1, "WITHSCORES");
+    req.push("HGETALL", units_key(name));
     req.push("GET", limit_key(name));
     req.push("TIME");
     req.push("ZCARD", aux_name(name, "queue"));

@@ -19,14 +19,15 @@ using namespace std::chrono_literals;
 
 constexpr auto use = asio::as_tuple(asio::use_awaitable);
 
-// The requests, told apart by their keys: the acquire names the limit key, the release the set alone.
+// The requests, told apart by their keys: the acquire names the permits' set, their units and the limit, the release
+// the set and units alone.
 bool acquire_request(const exec_record& r)
 {
-    return r.keys.size() == 2 && r.keys[1].ends_with(":limit") && r.args.size() == 5;
+    return r.keys.size() == 3 && r.keys[2].ends_with(":limit") && r.args.size() == 5;
 }
 bool release_request(const exec_record& r)
 {
-    return r.keys.size() == 1;
+    return r.keys.size() == 2;
 }
 
 resp::value granted(std::int64_t limit)
@@ -45,7 +46,7 @@ resp::value refused_above(std::int64_t limit)
 // The fair acquire names the queue's keys too; its refusal is {0, wait, counter, ticket, limit}.
 bool fair_acquire_request(const exec_record& r)
 {
-    return r.keys.size() == 5 && r.keys[1].ends_with(":limit");
+    return r.keys.size() == 6 && r.keys[2].ends_with(":limit");
 }
 resp::value fair_refused_above(std::int64_t limit)
 {
@@ -54,7 +55,7 @@ resp::value fair_refused_above(std::int64_t limit)
 // A fair waiter that gives up: the fair release with its "leave the queue" flag.
 bool leaves_queue(const exec_record& r)
 {
-    return r.keys.size() == 3 && r.args.size() == 4 && r.args[3] == "1";
+    return r.keys.size() == 4 && r.args.size() == 4 && r.args[3] == "1";
 }
 
 semaphore_options quick()
