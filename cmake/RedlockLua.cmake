@@ -1,10 +1,14 @@
 # The library's Lua scripts: each a .lua file beside the primitive that runs it (src/<layer>/<folder>/<name>.lua),
-# embedded at build time. A folder's scripts are declared in the generated header "lua/<folder>.hpp" as
-# redlock::detail::lua::<folder>_<name> (std::string_view), where <folder> is the path under src/ without its
-# layer (primitives/mutex -> mutex, recipes/cache -> cache). "lua/all.hpp" lists every script, for the tests.
+# beginning with its contract, embedded at build time. A script may include libraries of local functions
+# (`-- #include "<path under src/>.lib.lua"`, e.g. common/fence.lib.lua); the final script, as the server runs it, is
+# written to <build>/generated/lua/src/<path>. A folder's scripts are declared in the generated header
+# "lua/<folder>.hpp" as redlock::detail::lua::<folder>_<name> (std::string_view), where <folder> is the path under
+# src/ without its layer (primitives/mutex -> mutex, recipes/cache -> cache). "lua/all.hpp" lists every script.
 function(redlock_embed_lua target)
   set(gen ${PROJECT_BINARY_DIR}/generated)
   file(GLOB_RECURSE scripts CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/*.lua)
+  file(GLOB_RECURSE libraries CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/*.lib.lua)
+  list(REMOVE_ITEM scripts ${libraries})
   list(SORT scripts)
   set(all_entries "")
   set(all_includes "")
@@ -12,13 +16,15 @@ function(redlock_embed_lua target)
   foreach(script ${scripts})
     file(RELATIVE_PATH relative ${PROJECT_SOURCE_DIR}/src ${script})
     get_filename_component(dir ${relative} DIRECTORY)
-    get_filename_component(stem ${relative} NAME_WE)
+    get_filename_component(stem ${relative} NAME_WLE)
     string(REGEX REPLACE "^(primitives|recipes)/" "" folder ${dir})
     string(MAKE_C_IDENTIFIER "${folder}_${stem}" name)
-    set(out ${gen}/lua/${relative}.cpp)
-    add_custom_command(OUTPUT ${out}
-      COMMAND ${CMAKE_COMMAND} -DIN=${script} -DOUT=${out} -DNAME=${name} -P ${PROJECT_SOURCE_DIR}/cmake/EmbedLua.cmake
-      DEPENDS ${script} ${PROJECT_SOURCE_DIR}/cmake/EmbedLua.cmake
+    set(out ${gen}/lua/src/${relative}.cpp)
+    # Every library as a dependency: a script's includes are known only once it is read, and libraries are few.
+    add_custom_command(OUTPUT ${out} ${gen}/lua/src/${relative}
+      COMMAND ${CMAKE_COMMAND} -DIN=${script} -DSRC=${PROJECT_SOURCE_DIR}/src -DFINAL=${gen}/lua/src/${relative}
+              -DOUT=${out} -DNAME=${name} -P ${PROJECT_SOURCE_DIR}/cmake/EmbedLua.cmake
+      DEPENDS ${script} ${libraries} ${PROJECT_SOURCE_DIR}/cmake/EmbedLua.cmake
       COMMENT "Embedding ${relative}" VERBATIM)
     target_sources(${target} PRIVATE ${out})
     string(MAKE_C_IDENTIFIER ${folder} folder_id)

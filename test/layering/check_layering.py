@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The layering of doc/architecture.md, checked: every quoted #include in src/ must point into a folder the
-including folder may use, public headers include only public headers, and the examples only the public API.
+"""The layering of doc/architecture.md, checked: every quoted #include in src/ (and every library a Lua script
+includes) must point into a folder the including folder may use, public headers include only public headers, and
+the examples only the public API.
 
 usage: check_layering.py SOURCE_DIR     (exit 1 and one line per violation when a rule is broken)
 """
@@ -24,6 +25,7 @@ BELOW = {
 NO_DETAIL = {"cli"}
 
 QUOTED = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+LUA_INCLUDE = re.compile(r'^-- #include "([^"]+)"', re.M)
 ANGLED = re.compile(r'^\s*#\s*include\s+<(redlock/[^>]+)>', re.M)
 
 
@@ -82,6 +84,16 @@ def check(root: pathlib.Path) -> list:
             for include in ANGLED.findall(text):
                 if include.startswith("redlock/detail/"):
                     problems.append(f"{path.relative_to(root)}: {folder} uses the public API only, not <{include}>")
+    # A Lua script's libraries (-- #include "<path under src/>.lib.lua") keep the layers too.
+    for path in sorted(src.rglob("*.lua")):
+        folder = folder_of(path, src)
+        allowed = set(BELOW.get(rule_of(folder), [])) | {folder}
+        for include in LUA_INCLUDE.findall(path.read_text(encoding="utf-8")):
+            target = target_folder(include, path.resolve(), src)
+            if target is None:
+                problems.append(f"{path.relative_to(root)}: -- #include \"{include}\" is no file of src/")
+            elif target not in allowed:
+                problems.append(f"{path.relative_to(root)}: {folder} may not include {include} ({target})")
     for path in sorted((root / "include" / "redlock").rglob("*.hpp")):
         for include in QUOTED.findall(path.read_text(encoding="utf-8")):
             problems.append(f"{path.relative_to(root)}: a public header includes \"{include}\" (use <redlock/...>)")

@@ -6,20 +6,7 @@
 -- that of two holders committing the same T on a node only the first succeeds.
 -- Returns 1; 0 if the lock is not ours; -1 if a counter is at T or above.
 
--- A counter as a decimal string ('0' when unset); a script error when it is not a number. Compared as strings,
--- counters past 2^53 (where Lua numbers lose precision) still compare exactly.
-local function fence_of(key)
-  local f = redis.call('GET', key)
-  if not f then return '0' end
-  if not string.match(f, '^%d+$') or (#f > 1 and string.sub(f, 1, 1) == '0') then
-    error('the fencing counter ' .. key .. ' holds ' .. f .. ', not a number')
-  end
-  return f
-end
-local function less(a, b)
-  if #a ~= #b then return #a < #b end
-  return a < b
-end
+-- #include "common/fence.lib.lua"
 
 local n = #KEYS / 2
 for i = 1, n do

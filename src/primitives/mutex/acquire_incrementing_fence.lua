@@ -6,20 +6,7 @@
 -- Returns {1, that new value: the fencing token}; refused: -(the holder's PTTL), or 0 when the holder's key has
 -- no TTL.
 
--- A counter as a decimal string ('0' when unset); a script error when it is not a number. Compared as strings,
--- counters past 2^53 (where Lua numbers lose precision) still compare exactly.
-local function fence_of(key)
-  local f = redis.call('GET', key)
-  if not f then return '0' end
-  if not string.match(f, '^%d+$') or (#f > 1 and string.sub(f, 1, 1) == '0') then
-    error('the fencing counter ' .. key .. ' holds ' .. f .. ', not a number')
-  end
-  return f
-end
-local function less(a, b)
-  if #a ~= #b then return #a < #b end
-  return a < b
-end
+-- #include "common/fence.lib.lua"
 
 local n = #KEYS / 2
 for i = 1, n do

@@ -4,20 +4,7 @@
 -- ARGV[1]: the token (decimal); then per command: its name, how many arguments follow the key, the arguments.
 -- Returns {1, the token}; refused: {0, the guard's newer token}.
 
--- A counter as a decimal string ('0' when unset); a script error when it is not a number. Compared as strings,
--- counters past 2^53 (where Lua numbers lose precision) still compare exactly.
-local function fence_of(key)
-  local f = redis.call('GET', key)
-  if not f then return '0' end
-  if not string.match(f, '^%d+$') or (#f > 1 and string.sub(f, 1, 1) == '0') then
-    error('the fencing counter ' .. key .. ' holds ' .. f .. ', not a number')
-  end
-  return f
-end
-local function less(a, b)
-  if #a ~= #b then return #a < #b end
-  return a < b
-end
+-- #include "common/fence.lib.lua"
 
 local last = fence_of(KEYS[1])
 if less(ARGV[1], last) then return {0, last} end

@@ -6,20 +6,7 @@
 -- T (strictly: of two commits of the same T on a node only the first succeeds).
 -- Returns 1; 0 if the key is not the owner's; -1 if the counter is at T or above.
 
--- A counter as a decimal string ('0' when unset); a script error when it is not a number. Compared as strings,
--- counters past 2^53 (where Lua numbers lose precision) still compare exactly.
-local function fence_of(key)
-  local f = redis.call('GET', key)
-  if not f then return '0' end
-  if not string.match(f, '^%d+$') or (#f > 1 and string.sub(f, 1, 1) == '0') then
-    error('the fencing counter ' .. key .. ' holds ' .. f .. ', not a number')
-  end
-  return f
-end
-local function less(a, b)
-  if #a ~= #b then return #a < #b end
-  return a < b
-end
+-- #include "common/fence.lib.lua"
 
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if not less(fence_of(KEYS[2]), ARGV[2]) then return -1 end

@@ -2,9 +2,8 @@
 //
 // On each node, in the semaphore's hash slot: the semaphore's name is a ZSET of the permits held, one member per permit
 // (its id), scored by the server time (ms) the permit expires at; `{name}:units` is a hash of each permit's id -> its
-// units, plus `held` -> their sum (no id is `held`: ids are 32 hex digits); `{name}:limit` holds the limit. The set and
-// the hash hold the same permits, so the hash has one field more than the set has members; the script that drops the
-// last permit deletes both. A fair semaphore adds the fair lock's queue (`{name}:queue`, `{name}:alive`,
+// units, plus `held` -> their sum (permits.lib.lua); `{name}:limit` holds the limit. A fair semaphore adds the fair
+// lock's queue (`{name}:queue`, `{name}:alive`,
 // `{name}:ticket`, fair_scripts.hpp). Every script reads the server's TIME, never a client's clock, and drops expired
 // permits (subtracting their units) before it counts. Every script is O(1) in the units of a permit: only the permits
 // that expire (each once), 64 of them to tell a refusal how long to wait, and a recount (when the keys disagree:
@@ -32,40 +31,14 @@ namespace redlock::detail::semaphore_scripts {
 /// How long the keys outlive the longest permit.
 inline constexpr std::chrono::milliseconds key_margin{1000};
 
-/// KEYS: the permits' set, their units, the limit. ARGV: permit id, units n, ttl, the caller's limit (a node without
-/// one takes it), key margin. Grants when the units held by others plus n fit the node's limit (again, idempotently,
-/// for an id it holds): {1, units held now, limit}. Refused: {0, ms until enough permits expire to fit n (-1: n is
-/// above the limit), units held, limit}; a grant of an earlier attempt of ours is given back.
-const script& acquire();
-/// The fair semaphore's acquire. KEYS: the permits' set, their units, the limit, queue, alive, ticket counter. ARGV:
-/// permit id, n, ttl, the caller's limit, key margin, waiter ttl, the waiter's ticket ("0": none yet), "1" to take a
-/// ticket when refused without one, release channel. Joins and heartbeats as the fair lock's acquire does. Grants only
-/// the first live waiter that holds no permit (or anyone, when nobody waits), and only when its n units fit: a request
-/// of several permits at the head waits for them, and everyone behind it waits too. A grant that leaves room tells the
-/// next waiter. Granted: {1, "0", ticket counter, limit}. Refused: {0, ms until the answer may change without a message
-/// (enough permits expire, or the first waiter's heartbeat ends; -1: none), ticket counter, our ticket or 0, limit}.
-const script& fair_acquire();
-/// KEYS: the permits' set, their units, the limit. ARGV: permit id, ttl, key margin. Prolongs the permit to the
-/// server's time plus ttl, never re-creating it: returns the ttl (what the permit now has left there), or 0 when the
-/// permit is not held there (expired, released, or the node restarted empty).
-const script& extend();
-/// extend() for many permits (the watchdog's batches). KEYS: per permit its set, units and limit; ARGV: key margin,
-/// then per permit its id and ttl. Returns extend()'s answer for each permit (-1 for one whose keys are of another
-/// type).
-const script& extend_many();
-/// KEYS: the permits' set, their units. ARGV: permit id, release id, release channel. Removes the permit and publishes
-/// "<release id>\n+<units>" (waking up to that many waiters). Returns the units removed: 0 when the permit had expired
-/// or was not held.
-const script& release();
-/// The fair semaphore's release. KEYS: the permits' set, their units, queue, alive. ARGV: permit id, release id,
-/// release channel, "1" to leave the queue too. Removes the permit; publishes "<release id>\n<first waiter>" when it
-/// freed units or we left from the front. Returns the units removed.
-const script& fair_release();
-/// KEYS: the permits' set, their units, the limit, queue, alive. ARGV: new limit, release channel, change id, the least
-/// TTL of the limit key (ms). Sets the limit, keeping it as long as the permits live; a changed limit wakes every
-/// waiter ("+*") and the first fair waiter (larger: they may fit now; smaller: a request above it fails at once).
-/// Returns the previous limit, 0 when there was none.
-const script& set_limit();
+// The scripts; each one's contract (KEYS, ARGV, replies) heads its file in primitives/semaphore/.
+const script& acquire();       ///< acquire.lua
+const script& fair_acquire();  ///< fair_acquire.lua
+const script& extend();        ///< extend.lua
+const script& extend_many();   ///< extend_many.lua (the watchdog's batches)
+const script& release();       ///< release.lua: publishes "+<units>", waking up to that many waiters
+const script& fair_release();  ///< fair_release.lua
+const script& set_limit();     ///< set_limit.lua
 
 std::string limit_key(const std::string& name);
 

@@ -5,11 +5,7 @@
 -- ARGV[3]: its TTL in ms.
 -- Returns {1} written; {0, the stored entry} when that entry carries a newer token.
 
--- Compared as strings, tokens past 2^53 (where Lua numbers lose precision) still compare exactly.
-local function less(a, b)
-  if #a ~= #b then return #a < #b end
-  return a < b
-end
+-- #include "common/fence.lib.lua"
 
 local current = redis.call('GET', KEYS[1])
 if current then
