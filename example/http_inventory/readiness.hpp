@@ -15,7 +15,7 @@
 namespace http_inventory {
 
 /// PINGs every lock node and the store on connections of its own. The lock client cannot answer the question
-/// itself: client::async_inspect waits for every node (one that is reconnecting, up to its connect timeout), so a
+/// itself: mutex::async_inspect waits for every node (one that is reconnecting, up to its connect timeout), so a
 /// probe would time out while a quorum is fine.
 class readiness {
 public:

@@ -4,7 +4,6 @@
 #include <redlock/detail/access.hpp>
 #include <redlock/diagnostics.hpp>
 #include <redlock/error.hpp>
-#include <redlock/lock_inspection.hpp>
 #include <redlock/logging.hpp>
 #include <redlock/node.hpp>
 #include <redlock/node_config.hpp>
@@ -25,8 +24,6 @@ namespace detail {
 class client_impl;
 void start_client_connect(const std::shared_ptr<client_impl>& impl, diagnostics* diag,
                           boost::asio::any_completion_handler<void(error_code)> handler);
-void start_inspect(const std::shared_ptr<client_impl>& impl, std::string key, diagnostics* diag,
-                   boost::asio::any_completion_handler<void(error_code, lock_inspection)> handler);
 }  // namespace detail
 
 /// Owns one node per node_config (by default one connection each); they connect at construction and reconnect
@@ -69,30 +66,6 @@ public:
     {
         return boost::asio::async_initiate<Token, void(error_code)>(
             [impl = impl_](auto handler) { detail::start_client_connect(impl, nullptr, std::move(handler)); }, token);
-    }
-
-    /// Reads the lock `key` on every node, changing nothing: per node the holder's token, the remaining TTL
-    /// and the fencing counter, or why the node could not be read. Waits for every node (each bounded by its
-    /// connect timeout and request deadline). Succeeds when a quorum answered; error::no_quorum otherwise
-    /// (the views of the nodes that answered are still filled in); invalid_argument for an empty key.
-    /// Signature: void(error_code, lock_inspection). Cancellation: terminal.
-    template <boost::asio::completion_token_for<void(error_code, lock_inspection)> Token = boost::asio::deferred_t>
-    auto async_inspect(std::string key, diagnostics& diag, Token&& token = {})
-    {
-        return boost::asio::async_initiate<Token, void(error_code, lock_inspection)>(
-            [impl = impl_](auto handler, std::string k, diagnostics* d) {
-                detail::start_inspect(impl, std::move(k), d, std::move(handler));
-            },
-            token, std::move(key), &diag);
-    }
-    template <boost::asio::completion_token_for<void(error_code, lock_inspection)> Token = boost::asio::deferred_t>
-    auto async_inspect(std::string key, Token&& token = {})
-    {
-        return boost::asio::async_initiate<Token, void(error_code, lock_inspection)>(
-            [impl = impl_](auto handler, std::string k) {
-                detail::start_inspect(impl, std::move(k), nullptr, std::move(handler));
-            },
-            token, std::move(key));
     }
 
     /// A snapshot of what this client has done since it was made: acquisitions and their failures by reason,

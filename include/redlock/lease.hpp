@@ -6,6 +6,7 @@
 #include <redlock/error.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/deferred.hpp>
 
@@ -33,12 +34,19 @@ void start_wait_lost(const std::shared_ptr<lease_state>& state, diagnostics* dia
 /// io_context running so the release reaches the nodes; the TTL is the safety net).
 class lease {
 public:
+    /// The executor of the client the lease came from: where its operations complete for a handler without an
+    /// associated executor.
+    using executor_type = boost::asio::any_io_executor;
+
     lease() = default;
     ~lease();
     lease(lease&&) noexcept = default;
     lease& operator=(lease&& other) noexcept;
 
     explicit operator bool() const noexcept { return impl_ != nullptr; }
+
+    /// The client's executor; a default-constructed (empty) executor for an empty lease.
+    executor_type get_executor() const noexcept;
 
     const std::vector<std::string>& keys() const noexcept;
     /// The random value stored in the keys: 128 bits from the OS CSPRNG, hex.

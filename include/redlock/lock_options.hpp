@@ -9,7 +9,7 @@
 
 namespace redlock {
 
-/// How a lock (and a semaphore's permit: semaphore_options) is taken and kept. doc/locks.md has each field's default
+/// How a lock is taken and kept (a semaphore's permit: semaphore_options). doc/locks.md has each field's default
 /// and why. An aggregate for designated initializers (`{.ttl = 30s, .fencing = true}`); the first lock call checks
 /// it and fails with invalid_argument before any I/O.
 struct lock_options {

@@ -4,6 +4,7 @@
 #include <redlock/client.hpp>
 #include <redlock/diagnostics.hpp>
 #include <redlock/lease.hpp>
+#include <redlock/lock_inspection.hpp>
 #include <redlock/lock_options.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -19,6 +20,8 @@ namespace detail {
 using lock_handler = boost::asio::any_completion_handler<void(error_code, lease)>;
 void start_lock(const std::shared_ptr<client_impl>& client, std::vector<std::string> keys, lock_options options,
                 std::string owner, bool one_attempt, diagnostics* diag, lock_handler handler);
+void start_inspect(const std::shared_ptr<client_impl>& impl, std::string key, diagnostics* diag,
+                   boost::asio::any_completion_handler<void(error_code, lock_inspection)> handler);
 }  // namespace detail
 
 /// A distributed lock over a client's nodes: a key (or several) and options. A cheap handle that holds nothing on
@@ -34,6 +37,14 @@ public:
 
     const std::vector<std::string>& keys() const noexcept { return keys_; }
     const lock_options& options() const noexcept { return options_; }
+    /// The same lock, with other options for the calls made through the copy (with_lock turns the watchdog on
+    /// with it).
+    mutex with_options(const lock_options& options) const
+    {
+        mutex m(*this);
+        m.options_ = options;
+        return m;
+    }
 
     /// The same lock, reentrant for `owner`: a request or task id that the caller names (never a thread id: a
     /// coroutine moves between threads). While the owner holds the lock it takes it again at once; each hold is
@@ -60,42 +71,57 @@ public:
     template <boost::asio::completion_token_for<void(error_code, lease)> Token = boost::asio::deferred_t>
     auto async_lock(diagnostics& diag, Token&& token = {})
     {
-        return initiate(options_, false, &diag, std::forward<Token>(token));
+        return initiate(false, &diag, std::forward<Token>(token));
     }
     template <boost::asio::completion_token_for<void(error_code, lease)> Token = boost::asio::deferred_t>
     auto async_lock(Token&& token = {})
     {
-        return initiate(options_, false, nullptr, std::forward<Token>(token));
-    }
-    /// As async_lock, with other options for this call (with_lock uses it to turn the watchdog on).
-    template <boost::asio::completion_token_for<void(error_code, lease)> Token = boost::asio::deferred_t>
-    auto async_lock(const lock_options& options, diagnostics& diag, Token&& token = {})
-    {
-        return initiate(options, false, &diag, std::forward<Token>(token));
-    }
-    template <boost::asio::completion_token_for<void(error_code, lease)> Token = boost::asio::deferred_t>
-    auto async_lock(const lock_options& options, Token&& token = {})
-    {
-        return initiate(options, false, nullptr, std::forward<Token>(token));
+        return initiate(false, nullptr, std::forward<Token>(token));
     }
     /// One attempt: error::not_acquired at once if another owner holds it.
     template <boost::asio::completion_token_for<void(error_code, lease)> Token = boost::asio::deferred_t>
     auto async_try_lock(diagnostics& diag, Token&& token = {})
     {
-        return initiate(options_, true, &diag, std::forward<Token>(token));
+        return initiate(true, &diag, std::forward<Token>(token));
     }
     template <boost::asio::completion_token_for<void(error_code, lease)> Token = boost::asio::deferred_t>
     auto async_try_lock(Token&& token = {})
     {
-        return initiate(options_, true, nullptr, std::forward<Token>(token));
+        return initiate(true, nullptr, std::forward<Token>(token));
+    }
+
+    /// Reads the lock's key (a lock of several keys: its first) on every node, changing nothing: per node the
+    /// holder's token (or a reentrant lock's owner), the remaining TTL and the fencing counter, or why the node
+    /// could not be read. Waits for every node (each bounded by its connect timeout and request deadline). Succeeds
+    /// when a quorum answered; error::no_quorum otherwise (the views of the nodes that answered are still filled
+    /// in); invalid_argument for an empty key. Plain reads, no script: a read-only ACL user may inspect.
+    /// Signature: void(error_code, lock_inspection). Cancellation: terminal.
+    template <boost::asio::completion_token_for<void(error_code, lock_inspection)> Token = boost::asio::deferred_t>
+    auto async_inspect(diagnostics& diag, Token&& token = {}) const
+    {
+        return initiate_inspect(&diag, std::forward<Token>(token));
+    }
+    template <boost::asio::completion_token_for<void(error_code, lock_inspection)> Token = boost::asio::deferred_t>
+    auto async_inspect(Token&& token = {}) const
+    {
+        return initiate_inspect(nullptr, std::forward<Token>(token));
     }
 
 private:
     template <class Token>
-    auto initiate(const lock_options& options, bool one_attempt, diagnostics* diag, Token&& token)
+    auto initiate_inspect(diagnostics* diag, Token&& token) const
+    {
+        return boost::asio::async_initiate<Token, void(error_code, lock_inspection)>(
+            [client = impl_, key = keys_.empty() ? std::string() : keys_.front(), diag](auto handler) {
+                detail::start_inspect(client, key, diag, std::move(handler));
+            },
+            token);
+    }
+    template <class Token>
+    auto initiate(bool one_attempt, diagnostics* diag, Token&& token)
     {
         return boost::asio::async_initiate<Token, void(error_code, lease)>(
-            [client = impl_, keys = keys_, options, owner = owner_, one_attempt, diag](auto handler) {
+            [client = impl_, keys = keys_, options = options_, owner = owner_, one_attempt, diag](auto handler) {
                 detail::start_lock(client, keys, options, owner, one_attempt, diag, std::move(handler));
             },
             token);

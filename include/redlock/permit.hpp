@@ -29,9 +29,14 @@ void start_extend_permit(const std::shared_ptr<lease_state>& state, diagnostics*
 /// the background; its TTL is the safety net.
 class permit {
 public:
+    /// The executor of the client the permit came from (lease::executor_type).
+    using executor_type = redlock::lease::executor_type;
+
     permit() = default;
 
     explicit operator bool() const noexcept { return static_cast<bool>(lease_); }
+    /// The client's executor; an empty executor for an empty permit.
+    executor_type get_executor() const noexcept { return lease_.get_executor(); }
 
     /// The semaphore's name.
     const std::string& name() const noexcept

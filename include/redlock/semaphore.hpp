@@ -4,9 +4,9 @@
 
 #include <redlock/client.hpp>
 #include <redlock/diagnostics.hpp>
-#include <redlock/lock_options.hpp>
 #include <redlock/permit.hpp>
 #include <redlock/semaphore_inspection.hpp>
+#include <redlock/semaphore_options.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/async_result.hpp>
@@ -16,12 +16,6 @@
 #include <string>
 
 namespace redlock {
-
-/// A semaphore's options are a lock's, with the same meaning for each permit: ttl, wait, node_timeout,
-/// retry_delay/retry_jitter (only when release messages cannot be relied on), drift_factor, min_validity,
-/// watchdog, extend_interval, max_hold, fair and waiter_ttl. `fencing` is refused (invalid_argument): a fencing
-/// token orders holders one after another, and a semaphore's holders run side by side.
-using semaphore_options = lock_options;
 
 namespace detail {
 using permit_handler = boost::asio::any_completion_handler<void(error_code, permit)>;
@@ -41,7 +35,7 @@ void start_inspect_semaphore(const std::shared_ptr<client_impl>& client, std::st
 /// alive. Every member may be called from any thread.
 class semaphore {
 public:
-    /// The largest limit accepted. A permit of n is n members of a sorted set on each node: keep n small.
+    /// The largest limit accepted. A permit of any number of units is one member on each node: n costs nothing.
     static constexpr std::int64_t max_limit = 1'000'000;
 
     /// `name` is the key of the semaphore's sorted set of permits on each node (its other keys share its hash

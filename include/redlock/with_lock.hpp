@@ -23,7 +23,7 @@ auto with_lock(mutex m, Body body) -> typename detail::held_body<Body, lease>::t
 {
     auto options = m.options();
     options.watchdog = true;
-    lease held = co_await m.async_lock(options, boost::asio::use_awaitable);
+    lease held = co_await m.with_options(options).async_lock(boost::asio::use_awaitable);
     co_return co_await detail::run_while_held(std::move(held), body);
 }
 

@@ -302,7 +302,9 @@ asio::awaitable<std::tuple<error_code, held_grant>> exec_session::acquire(const 
         auto [ec, held] = co_await m.async_lock(diag, token);
         co_return std::tuple{ec, held_grant(std::move(held))};
     }
-    semaphore s(client_, o_.key, o_.limit, lo);
+    semaphore s(
+        client_, o_.key, o_.limit,
+        {.ttl = lo.ttl, .wait = lo.wait, .watchdog = lo.watchdog, .fair = lo.fair, .waiter_ttl = lo.waiter_ttl});
     auto [ec, held] = co_await s.async_acquire(1, diag, token);
     co_return std::tuple{ec, held_grant(std::move(held))};
 }

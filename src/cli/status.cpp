@@ -1,5 +1,5 @@
 // `redlock status`: per node, reachable or not, the holder's token (the key's value), the remaining TTL and
-// the fence counter, through client::async_inspect: it reads, it never changes anything. A semaphore's key is
+// the fence counter, through mutex::async_inspect: it reads, it never changes anything. A semaphore's key is
 // shown by status_semaphore.cpp.
 #include "commands.hpp"
 #include "exit_codes.hpp"
@@ -8,6 +8,7 @@
 
 #include <redlock/client.hpp>
 #include <redlock/key_layout.hpp>
+#include <redlock/mutex.hpp>
 #include <redlock/semaphore.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -85,18 +86,19 @@ int run_status(const status_options& o)
         signals.cancel();
         nodes.close();
     };
-    nodes.async_inspect(
-        o.key, diag, asio::bind_cancellation_slot(cancel.slot(), [&](error_code, lock_inspection result) {
-            state = std::move(result);
-            if (interrupted != 0 || !may_be_semaphore(state)) return done();
-            // The limit given is a fallback: the inspection reports the one the nodes store.
-            semaphore s(nodes, o.key, 1);
-            s.async_inspect(semaphore_diag,
-                            asio::bind_cancellation_slot(cancel.slot(), [&](error_code, semaphore_inspection seen) {
-                                if (is_semaphore(state, seen)) semaphore_state = std::move(seen);
-                                done();
-                            }));
-        }));
+    mutex(nodes, o.key)
+        .async_inspect(diag, asio::bind_cancellation_slot(cancel.slot(), [&](error_code, lock_inspection result) {
+                           state = std::move(result);
+                           if (interrupted != 0 || !may_be_semaphore(state)) return done();
+                           // The limit given is a fallback: the inspection reports the one the nodes store.
+                           semaphore s(nodes, o.key, 1);
+                           s.async_inspect(
+                               semaphore_diag,
+                               asio::bind_cancellation_slot(cancel.slot(), [&](error_code, semaphore_inspection seen) {
+                                   if (is_semaphore(state, seen)) semaphore_state = std::move(seen);
+                                   done();
+                               }));
+                       }));
     ctx.run();
     if (interrupted != 0) {
         report.error("status: interrupted by " + signal_name(interrupted));

@@ -1,4 +1,4 @@
-// Cancelling an inspection (client::async_inspect, semaphore::async_inspect) while nodes stall: it completes once,
+// Cancelling an inspection (mutex::async_inspect, semaphore::async_inspect) while nodes stall: it completes once,
 // with operation_aborted, at once; the stalled nodes' late answers land after it is gone; and the next inspection on
 // the same client reads every node. Both read through read_nodes, whose fan-out once held the request only in the
 // caller's frame: a late answer then read a freed request (heap-use-after-free under the asan preset).
@@ -183,10 +183,11 @@ BOOST_DATA_TEST_CASE(a_cancelled_lock_inspection_completes_once_and_the_next_one
             stalled.stall();
             int calls = 0;
             co_await cancel_inspection<redlock::lock_inspection>(
-                how, stalled, [&](auto handler) { client.async_inspect("inspected", std::move(handler)); }, calls);
+                how, stalled,
+                [&](auto handler) { redlock::mutex(client, "inspected").async_inspect(std::move(handler)); }, calls);
             // One pipeline per node: this inspection's answers come after the cancelled one's.
             redlock::diagnostics diag;
-            auto [ec, seen] = co_await client.async_inspect("inspected", diag, use_tuple);
+            auto [ec, seen] = co_await redlock::mutex(client, "inspected").async_inspect(diag, use_tuple);
             BOOST_TEST(!ec, ec.message() << ": " << diag.message());
             BOOST_TEST(seen.reachable() == nodes.size());
             BOOST_TEST(seen.holder().value_or("none") == "holder-token");
@@ -249,10 +250,10 @@ BOOST_AUTO_TEST_CASE(a_lock_inspection_cancelled_while_a_node_connects_completes
         [&]() -> asio::awaitable<void> {
             int calls = 0;
             co_await cancel_inspection<redlock::lock_inspection>(
-                shape::terminal, stalled, [&](auto handler) { client.async_inspect("inspected", std::move(handler)); },
-                calls);
+                shape::terminal, stalled,
+                [&](auto handler) { redlock::mutex(client, "inspected").async_inspect(std::move(handler)); }, calls);
             redlock::diagnostics diag;
-            auto [ec, seen] = co_await client.async_inspect("inspected", diag, use_tuple);
+            auto [ec, seen] = co_await redlock::mutex(client, "inspected").async_inspect(diag, use_tuple);
             BOOST_TEST(!ec, ec.message() << ": " << diag.message());
             BOOST_TEST(seen.reachable() == nodes.size());
             BOOST_TEST(seen.holder().value_or("none") == "holder-token");

@@ -175,7 +175,7 @@ BOOST_AUTO_TEST_CASE(the_documented_acl_user_runs_every_primitive)
             BOOST_TEST(held.fencing_token() > 0u);
             auto [extend_ec] = co_await held.async_extend(diag, use_tuple);
             require_ok(extend_ec, diag, "extend");
-            auto [inspect_ec, seen] = co_await c->async_inspect("app:report", diag, use_tuple);
+            auto [inspect_ec, seen] = co_await m.async_inspect(diag, use_tuple);
             require_ok(inspect_ec, diag, "inspect");
             BOOST_TEST(seen.holder().value_or("") == held.token());
             BOOST_TEST(seen.highest_fence() == held.fencing_token());
@@ -333,7 +333,7 @@ BOOST_AUTO_TEST_CASE(a_read_only_user_inspects_locks_and_semaphores)
 
         redlock::diagnostics diag;
         const std::string key = "app:report";
-        auto [ec, lock_view] = co_await viewer.async_inspect(key, diag, use_tuple);
+        auto [ec, lock_view] = co_await redlock::mutex(viewer, key).async_inspect(diag, use_tuple);
         require_ok(ec, diag, "inspect a lock");
         BOOST_TEST(lock_view.holder().value_or("") == held.token());
         BOOST_TEST(lock_view.highest_fence() == held.fencing_token());

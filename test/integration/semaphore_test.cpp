@@ -748,7 +748,6 @@ BOOST_AUTO_TEST_CASE(bad_input_fails_before_any_io)
         co_await check(redlock::semaphore(nowhere, "s", 2), -1, "permits");
         co_await check(redlock::semaphore(nowhere, "s", 2), 3, "permits");
         co_await check(redlock::semaphore(nowhere, "", 2), 1, "name");
-        co_await check(redlock::semaphore(nowhere, "s", 2, {.fencing = true}), 1, "fencing");
         co_await check(redlock::semaphore(nowhere, "s", 2, {.ttl = 0ms}), 1, "ttl");
         for (const std::int64_t limit : {std::int64_t{0}, std::int64_t{-1}, redlock::semaphore::max_limit + 1}) {
             redlock::diagnostics diag;

@@ -58,6 +58,11 @@ lease& lease::operator=(lease&& other) noexcept
     return *this;
 }
 
+lease::executor_type lease::get_executor() const noexcept
+{
+    return impl_ ? impl_->io_executor() : executor_type();
+}
+
 const std::vector<std::string>& lease::keys() const noexcept
 {
     static const std::vector<std::string> none;

@@ -69,15 +69,31 @@ std::string permits_above_stored_limit(const lock_call& call, const fan_out_stat
            ": the nodes disagree (a set_limit reached only some of them); run async_set_limit again";
 }
 
+// A permit is taken and kept as a lock is, without fencing.
+lock_options as_lock_options(const semaphore_options& s)
+{
+    return {.ttl = s.ttl,
+            .wait = s.wait,
+            .node_timeout = s.node_timeout,
+            .retry_delay = s.retry_delay,
+            .retry_jitter = s.retry_jitter,
+            .drift_factor = s.drift_factor,
+            .min_validity = s.min_validity,
+            .watchdog = s.watchdog,
+            .extend_interval = s.extend_interval,
+            .max_hold = s.max_hold,
+            .fair = s.fair,
+            .waiter_ttl = s.waiter_ttl};
+}
+
 std::string invalid_semaphore_arguments(const client_impl& client, const std::string& name, std::int64_t limit,
-                                        std::int64_t permits, const semaphore_options& o)
+                                        std::int64_t permits, const lock_options& o)
 {
     if (name.empty()) return "the semaphore's name is empty";
     if (limit < 1 || limit > semaphore::max_limit)
         return "the limit must be in [1, " + std::to_string(semaphore::max_limit) + "], not " + std::to_string(limit);
     if (permits < 1 || permits > limit)
         return "permits must be in [1, limit = " + std::to_string(limit) + "], not " + std::to_string(permits);
-    if (o.fencing) return "a semaphore issues no fencing token (its holders run side by side): leave fencing off";
     return invalid_arguments(client, {name}, o, {});
 }
 
@@ -117,9 +133,10 @@ request fair_semaphore_acquire(const lock_call& call, std::uint64_t ticket, bool
 }
 
 asio::awaitable<std::tuple<error_code, permit>> acquire(std::shared_ptr<client_impl> client, std::string name,
-                                                        std::int64_t limit, std::int64_t permits, semaphore_options o,
-                                                        bool one_attempt, diagnostics* diag)
+                                                        std::int64_t limit, std::int64_t permits,
+                                                        semaphore_options options, bool one_attempt, diagnostics* diag)
 {
+    auto o = as_lock_options(options);
     // As a lock call: every cancellation type, and no co_await throws on it (a cancelled attempt cleans up).
     co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
     co_await asio::this_coro::throw_if_cancelled(false);
@@ -170,8 +187,9 @@ asio::awaitable<std::tuple<error_code, permit>> acquire(std::shared_ptr<client_i
 }
 
 asio::awaitable<std::tuple<error_code>> set_limit(std::shared_ptr<client_impl> client, std::string name,
-                                                  std::int64_t limit, semaphore_options o, diagnostics* diag)
+                                                  std::int64_t limit, semaphore_options options, diagnostics* diag)
 {
+    auto o = as_lock_options(options);
     if (diag) diag->clear();
     auto& nodes = client->nodes();
     if (auto why = invalid_semaphore_arguments(*client, name, limit, 1, o); !why.empty()) {
