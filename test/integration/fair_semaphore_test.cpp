@@ -1,6 +1,7 @@
 // The fair semaphore on 1, 3 and 5 real nodes (one down): permits in the order of arrival across clients, a
 // request of several permits at the head that waits and holds back those behind it, dead waiters that stop
-// blocking within one waiter TTL, and a live waiter that keeps its place for many of its TTLs.
+// blocking within one waiter TTL, a live waiter that keeps its place for many of its TTLs, and waiters of one
+// client on slow nodes that heartbeat in time whatever the client's attempt gate does.
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -12,9 +13,12 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <common/fault_proxy.hpp>
 #include <common/frozen_process.hpp>
 #include <common/lock_checks.hpp>
 #include <common/node_setups.hpp>
+#include <common/queue_watch.hpp>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
 #include <thread>
@@ -263,4 +267,87 @@ BOOST_DATA_TEST_CASE(dead_waiters_at_the_head_stop_blocking_within_one_waiter_tt
         BOOST_TEST((after < waiter_ttl + waiter_ttl / 3 + 700ms), after.count() << " ms");  // never 5 TTLs
         co_await got.async_release(use_tuple);
     });
+}
+
+// As fair_lock_test's test of the same name: eight fair waiters of one client on slow nodes (each request and each
+// reply 40 % of a node timeout late), with the shortest waiter TTL accepted, while another client holds the one
+// permit. An observer on the nodes themselves sees every heartbeat come within a waiter TTL of the one before and no
+// waiter leave the queue before it is served; then the permits follow the tickets.
+BOOST_DATA_TEST_CASE(fair_waiters_of_one_client_on_slow_nodes_heartbeat_in_time_whatever_the_gate, data::make({1, 3}),
+                     n)
+{
+#ifdef REDLOCK_TEST_SANITIZED
+    constexpr auto node_timeout = 300ms, delay = 120ms;
+    constexpr auto hold = 6s;
+#else
+    constexpr auto node_timeout = 150ms, delay = 60ms;
+    constexpr auto hold = 3s;
+#endif
+    constexpr auto waiter_ttl = 3 * node_timeout + 1ms;  // the shortest accepted (lock_call.cpp, invalid_arguments)
+    constexpr int waiters = 8;
+    cluster nodes(static_cast<std::size_t>(n));
+    std::vector<std::unique_ptr<redlock::test::fault_proxy>> proxies;
+    std::vector<redlock::node_config> slow;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        proxies.push_back(std::make_unique<redlock::test::fault_proxy>(nodes[i].port()));
+        slow.push_back(redlock::test::fast_reconnecting(proxies.back()->url()));
+    }
+    redlock::test::fair_queue_watch watch(nodes, name, waiter_ttl);
+    asio::io_context ctx;
+    redlock::client holder_client(ctx.get_executor(), configs(nodes));
+    redlock::client client(ctx.get_executor(), slow);
+    auto o = fair(waiter_ttl);
+    o.node_timeout = node_timeout;
+    std::vector<std::string> grants, failures;
+    auto waiter = [&]() -> asio::awaitable<void> {
+        redlock::diagnostics diag;
+        auto [ec, held] = co_await redlock::semaphore(client, name, 1, o).async_acquire(1, diag, use_tuple);
+        if (ec) {
+            failures.push_back(ec.message() + ": " + std::string(diag.message()));
+            co_return;
+        }
+        watch.served(held.id());
+        grants.push_back(held.id());
+        co_await held.async_release(use_tuple);
+    };
+    run_coro(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+            co_await holder_client.async_connect(asio::use_awaitable);
+            co_await client.async_connect(asio::use_awaitable);
+            auto held_long = fair();
+            held_long.ttl = 3000ms;
+            held_long.watchdog = true;
+            auto [ec, holder] = co_await redlock::semaphore(holder_client, name, 1, held_long).async_acquire(use_tuple);
+            BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+            for (auto& p : proxies) p->set_mode(redlock::test::fault_proxy::mode::delay, delay);
+            for (int i = 0; i < waiters; ++i) asio::co_spawn(ctx, waiter(), asio::detached);
+            for (const auto deadline = steady::now() + 30s; watch.joined_everywhere() < waiters;) {
+                BOOST_REQUIRE_MESSAGE(steady::now() < deadline, watch.joined_everywhere() << " waiters joined");
+                co_await sleep_for(10ms);
+            }
+            co_await sleep_for(hold);
+            BOOST_TEST(grants.empty());
+            co_await holder.async_release(use_tuple);
+            for (const auto deadline = steady::now() + 30s;
+                 grants.size() + failures.size() < waiters && steady::now() < deadline;)
+                co_await sleep_for(10ms);
+        },
+        120s);
+    const auto seen = watch.stop();
+    BOOST_TEST_MESSAGE(n << " node(s), waiter TTL " << waiter_ttl.count() << " ms: " << seen.samples
+                         << " samples, the longest heartbeat gap " << seen.longest_gap.count() << " ms ("
+                         << seen.longest_gap_of << "), " << seen.evictions << " evictions");
+    for (const auto& e : seen.events) BOOST_TEST_MESSAGE(e);
+    BOOST_TEST(seen.errors.empty(), (seen.errors.empty() ? "" : seen.errors.front()));
+    BOOST_TEST(failures.empty(), (failures.empty() ? "" : failures.front()));
+    BOOST_TEST(seen.evictions == 0u, (seen.events.empty() ? "" : seen.events.front()));
+    BOOST_TEST(seen.longest_gap < waiter_ttl, seen.longest_gap.count() << " ms");
+    std::vector<std::pair<std::uint64_t, std::string>> by_ticket;  // the order every queue keeps
+    for (const auto& id : grants) by_ticket.emplace_back(seen.ticket.count(id) ? seen.ticket.at(id) : 0, id);
+    std::sort(by_ticket.begin(), by_ticket.end());
+    std::vector<std::string> expected;
+    for (const auto& [ticket, id] : by_ticket) expected.push_back(id);
+    BOOST_TEST(grants.size() == static_cast<std::size_t>(waiters));
+    BOOST_TEST(grants == expected, boost::test_tools::per_element());
 }
