@@ -1,5 +1,5 @@
-// The loop every primitive acquires with: one attempt at a time per lock per client, wake-ups on release
-// messages, jittered retries that never outlast the holder's TTL, and a deadline.
+// The loop every primitive acquires with: one attempt at a time per lock per client (a queued fair waiter's
+// excepted), wake-ups on release messages, jittered retries that never outlast the holder's TTL, and a deadline.
 #pragma once
 
 #include "primitives/common/client_impl.hpp"
