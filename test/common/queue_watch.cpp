@@ -9,6 +9,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <common/queue_watch.hpp>
 #include <exception>
@@ -47,6 +48,7 @@ fair_queue_watch::fair_queue_watch(const cluster& nodes, std::string name, std::
                                    std::chrono::milliseconds period)
     : urls_(nodes.urls()), name_(std::move(name)), waiter_ttl_(waiter_ttl), period_(period), nodes_(nodes.size())
 {
+    report_.slowest_look.resize(nodes.size());
     thread_ = std::thread([this] { run(); });
 }
 
@@ -116,7 +118,13 @@ asio::awaitable<void> fair_queue_watch::poll(std::vector<connection>& conns)
     asio::steady_timer timer(co_await asio::this_coro::executor);
     while (!stopping_) {
         for (std::size_t i = 0; i < conns.size(); ++i) {
+            const auto sent = std::chrono::steady_clock::now();
             auto [ec] = co_await conns[i].async_exec(req, resp, asio::as_tuple(asio::use_awaitable));
+            const auto took = std::chrono::ceil<std::chrono::milliseconds>(std::chrono::steady_clock::now() - sent);
+            {
+                std::lock_guard lock(mutex_);
+                report_.slowest_look[i] = std::max(report_.slowest_look[i], took);
+            }
             const bool shaped = !ec && resp.size() == 1 && resp[0].elements.size() == 3 &&
                                 resp[0].elements[0].as_integer() && read_pairs(resp[0].elements[1], queue) &&
                                 read_pairs(resp[0].elements[2], alive);
@@ -181,7 +189,8 @@ void fair_queue_watch::sample(std::size_t node, std::int64_t now, const pairs& q
 void fair_queue_watch::event(std::string what)
 {
     ++report_.evictions;
-    if (report_.events.size() < 10) report_.events.push_back(std::move(what));
+    const auto at = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
+    if (report_.events.size() < 10) report_.events.push_back("+" + std::to_string(at.count()) + " ms: " + what);
 }
 
 }  // namespace redlock::test

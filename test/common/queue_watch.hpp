@@ -1,5 +1,5 @@
 // Watches a fair queue (`{name}:queue` and `{name}:alive`, doc/locks.md "Fair lock") on every node from a thread
-// of its own, over direct connections (not through a test's proxies), every few ms: when each waiter heartbeat
+// of its own, over direct connections (not through a test's proxies), every few ms: when each waiter heartbeats
 // (its alive score is the server time of its last heartbeat plus its waiter TTL), and whether a waiter not yet
 // served ever dropped out (its entry gone, or its heartbeat ended).
 #pragma once
@@ -31,9 +31,12 @@ public:
         /// A waiter not served whose entry left a queue, whose heartbeat had ended (alive score <= the server's
         /// time) or that had no heartbeat entry: each episode once.
         std::size_t evictions = 0;
-        std::vector<std::string> events;              ///< the first evictions, and errors, in words
+        std::vector<std::string> events;              ///< the first evictions, in words
         std::vector<std::string> errors;              ///< samples that failed
         std::map<std::string, std::uint64_t> ticket;  ///< every waiter seen, with its ticket
+        /// Per node, the longest a look at it took over the direct connection: a node that stalled (a loaded
+        /// machine) delays the heartbeats it runs too.
+        std::vector<std::chrono::milliseconds> slowest_look;
     };
 
     /// Starts polling `name`'s queue on every node of `nodes` every `period`. Every waiter of the queue is
@@ -51,6 +54,8 @@ public:
     std::size_t joined_everywhere() const;
     /// Stops polling (idempotent) and says what it saw.
     report stop();
+    /// When the watch began: events say how long after it they were seen.
+    std::chrono::steady_clock::time_point started() const { return started_; }
 
 private:
     struct entry {
@@ -68,6 +73,7 @@ private:
     std::string name_;
     std::chrono::milliseconds waiter_ttl_;
     std::chrono::milliseconds period_;
+    std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     std::atomic<bool> stopping_{false};
     mutable std::mutex mutex_;
     std::set<std::string> served_;
