@@ -45,10 +45,16 @@ bool read_pairs(const resp::value& v, pairs& out)
 }  // namespace
 
 fair_queue_watch::fair_queue_watch(const cluster& nodes, std::string name, std::chrono::milliseconds waiter_ttl,
-                                   std::chrono::milliseconds period)
-    : urls_(nodes.urls()), name_(std::move(name)), waiter_ttl_(waiter_ttl), period_(period), nodes_(nodes.size())
+                                   std::vector<std::string> paths, std::chrono::milliseconds period)
+    : urls_(nodes.urls()),
+      paths_(std::move(paths)),
+      name_(std::move(name)),
+      waiter_ttl_(waiter_ttl),
+      period_(period),
+      nodes_(nodes.size())
 {
     report_.slowest_look.resize(nodes.size());
+    report_.slowest_path.resize(paths_.size());
     thread_ = std::thread([this] { run(); });
 }
 
@@ -86,11 +92,12 @@ fair_queue_watch::report fair_queue_watch::stop()
 void fair_queue_watch::run()
 {
     asio::io_context ctx;
-    std::vector<connection> conns;
+    std::vector<connection> conns, path_conns;
     for (const auto& url : urls_) conns.emplace_back(ctx.get_executor(), parse_url(url));
-    bool done = false;
-    asio::co_spawn(ctx, poll(conns), [&](std::exception_ptr e) {
-        done = true;
+    for (const auto& url : paths_) path_conns.emplace_back(ctx.get_executor(), parse_url(url));
+    std::size_t running = 1 + path_conns.size();
+    const auto ended = [&](std::exception_ptr e) {
+        --running;
         if (!e) return;
         try {
             std::rethrow_exception(e);
@@ -98,9 +105,12 @@ void fair_queue_watch::run()
             std::lock_guard lock(mutex_);
             report_.errors.push_back(std::string("the watch stopped: ") + ex.what());
         }
-    });
-    while (!done) ctx.run_one_for(std::chrono::milliseconds(100));
+    };
+    asio::co_spawn(ctx, poll(conns), ended);
+    for (std::size_t i = 0; i < path_conns.size(); ++i) asio::co_spawn(ctx, time_path(path_conns[i], i), ended);
+    while (running > 0) ctx.run_one_for(std::chrono::milliseconds(100));
     for (auto& c : conns) c.close();
+    for (auto& c : path_conns) c.close();
     ctx.run_for(std::chrono::seconds(2));
 }
 
@@ -135,6 +145,26 @@ asio::awaitable<void> fair_queue_watch::poll(std::vector<connection>& conns)
                 continue;
             }
             sample(i, *resp[0].elements[0].as_integer(), queue, alive);
+        }
+        timer.expires_after(period_);
+        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+}
+
+asio::awaitable<void> fair_queue_watch::time_path(connection& conn, std::size_t i)
+{
+    co_await conn.async_connect(asio::as_tuple(asio::use_awaitable));
+    request ping;
+    ping.push("PING");
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    while (!stopping_) {
+        const auto sent = std::chrono::steady_clock::now();
+        auto [ec] = co_await conn.async_exec(ping, asio::as_tuple(asio::use_awaitable));
+        const auto took = std::chrono::ceil<std::chrono::milliseconds>(std::chrono::steady_clock::now() - sent);
+        {
+            std::lock_guard lock(mutex_);
+            report_.slowest_path[i] = std::max(report_.slowest_path[i], took);
+            if (ec) report_.errors.push_back("path " + std::to_string(i) + ": PING: " + ec.message());
         }
         timer.expires_after(period_);
         co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));

@@ -37,11 +37,15 @@ public:
         /// Per node, the longest a look at it took over the direct connection: a node that stalled (a loaded
         /// machine) delays the heartbeats it runs too.
         std::vector<std::chrono::milliseconds> slowest_look;
+        /// Per path (the URLs given, say the test's proxies), the longest round trip of a PING through it: above
+        /// the waiters' node timeout, the machine did not keep up with the premise of their heartbeat budget.
+        std::vector<std::chrono::milliseconds> slowest_path;
     };
 
-    /// Starts polling `name`'s queue on every node of `nodes` every `period`. Every waiter of the queue is
-    /// expected to heartbeat with `waiter_ttl`.
+    /// Starts polling `name`'s queue on every node of `nodes` every `period`, and PINGing each of `paths`, one at a
+    /// time each. Every waiter of the queue is expected to heartbeat with `waiter_ttl`.
     fair_queue_watch(const cluster& nodes, std::string name, std::chrono::milliseconds waiter_ttl,
+                     std::vector<std::string> paths = {},
                      std::chrono::milliseconds period = std::chrono::milliseconds(3));
     ~fair_queue_watch();
     fair_queue_watch(const fair_queue_watch&) = delete;
@@ -64,12 +68,14 @@ private:
         bool gone = false;           // it left the queue (reported once)
     };
     boost::asio::awaitable<void> poll(std::vector<connection>& conns);
+    boost::asio::awaitable<void> time_path(connection& conn, std::size_t i);
     void run();
     void sample(std::size_t node, std::int64_t now, const std::vector<std::pair<std::string, std::string>>& queue,
                 const std::vector<std::pair<std::string, std::string>>& alive);
     void event(std::string what);
 
     std::vector<std::string> urls_;
+    std::vector<std::string> paths_;
     std::string name_;
     std::chrono::milliseconds waiter_ttl_;
     std::chrono::milliseconds period_;
