@@ -282,6 +282,11 @@ public:
 
     void subscribe(const asio::any_io_executor& ex, std::vector<std::string> channels, node::completion h)
     {
+        if (!closed_ && hold_subscriptions_) {
+            ex_ = ex;
+            held_subscriptions_.push_back(std::move(h));
+            return;
+        }
         error_code ec = closed_ ? make_error_code(error::closed) : error_code{};
         if (!ec && on_subscribe_) ec = on_subscribe_(channels);
         if (!ec)
@@ -292,6 +297,7 @@ public:
     {
         on_subscribe_ = std::move(f);
     }
+    void hold_subscriptions() override { hold_subscriptions_ = true; }
     void set_handler(node::message_handler h) { on_message_ = std::move(h); }
 
     // Operations in flight fail with error::closed (also when the node is destroyed).
@@ -305,6 +311,9 @@ public:
         while (fail_held(make_error_code(error::closed))) {
         }
         complete_connects(make_error_code(error::closed));
+        auto subscriptions = std::move(held_subscriptions_);
+        held_subscriptions_.clear();
+        for (auto& h : subscriptions) complete(ex_, std::move(h), make_error_code(error::closed));
     }
 
     std::uint32_t server_version() const { return server_version_; }
@@ -350,6 +359,8 @@ private:
     std::vector<node::completion> held_connects_;
     node::message_handler on_message_;
     std::function<error_code(const std::vector<std::string>&)> on_subscribe_;
+    bool hold_subscriptions_ = false;
+    std::vector<node::completion> held_subscriptions_;
     bool closed_ = false;
     bool destroyed_ = false;
     std::uint32_t server_version_ = 60200;

@@ -111,6 +111,9 @@ public:
     /// Runs when a SUBSCRIBE arrives, before it completes, and says how it completes (empty: confirmed). The
     /// default confirms every subscription.
     virtual void on_subscribe(std::function<error_code(const std::vector<std::string>& channels)> f) = 0;
+    /// From now on a SUBSCRIBE is never answered (a node that hangs): it fails with error::closed when the node
+    /// closes.
+    virtual void hold_subscriptions() = 0;
 
     virtual std::vector<exec_record> received() const = 0;
     std::vector<exec_record> received(script_kind kind) const;

@@ -21,6 +21,7 @@
 #include <common/node_setups.hpp>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <common/slow_fair_waiters.hpp>
 #include <common/subprocess.hpp>
 #include <limits>
 #include <map>
@@ -351,6 +352,49 @@ BOOST_DATA_TEST_CASE(a_live_waiter_is_never_evicted_however_long_it_waits, data:
         },
         120s);
     BOOST_TEST(grants == (std::vector<int>{1, 2}), boost::test_tools::per_element());
+}
+
+namespace {
+
+// How the scenario of test/common/slow_fair_waiters.hpp takes a fair lock.
+struct lock_kind {
+    static asio::awaitable<std::tuple<error_code, redlock::lease>> take(redlock::client& c, std::string name,
+                                                                        redlock::lock_options o,
+                                                                        redlock::diagnostics& diag)
+    {
+        redlock::mutex m(c, std::move(name), o);
+        auto taken = co_await m.async_lock(diag, use_tuple);
+        co_return taken;
+    }
+    static std::string id(const redlock::lease& held) { return held.token(); }
+};
+
+}  // namespace
+
+// Six fair waiters of one client on slow nodes (each request and each reply 40 % of a node timeout late), with
+// the shortest waiter TTL the library accepts for that node timeout, while another client holds the lock. The
+// client's attempt gate lets one attempt of a lock through at a time: a waiter that queued there behind the others'
+// attempts before its own heartbeat (six round trips) missed it and dropped out of the queue while alive. An
+// observer on the nodes themselves (not behind the proxies) reads every heartbeat for the whole wait: none comes
+// later than a waiter TTL after the one before, no waiter leaves the queue before it is served, and then the
+// grants follow the tickets. A run that failed while the machine did not keep up (a PING through a proxy slower than
+// the node timeout, or the event loop 100 ms late) runs again, up to 3 times (test/common/slow_fair_waiters.hpp).
+BOOST_DATA_TEST_CASE(fair_waiters_of_one_client_on_slow_nodes_heartbeat_in_time_whatever_the_gate, data::make({1, 3}),
+                     n)
+{
+    redlock::test::slow_fair_setup s;  // a node timeout of 300 ms, 120 ms each way, 6 waiters, a hold of 4 s
+    s.nodes = static_cast<std::size_t>(n);
+    s.name = key;
+#ifdef REDLOCK_TEST_SANITIZED
+    s.node_timeout = 450ms;
+    s.delay = 180ms;
+    s.hold = 6s;
+#endif
+    // The shortest waiter TTL accepted (lock_call.cpp, invalid_arguments). Heartbeats come 2 delays + a third of it
+    // apart (540 ms of 901): a machine that stalls a node or the client a moment is no eviction. Behind the gate,
+    // they came 6 round trips apart (1440 ms).
+    s.waiter_ttl = 3 * s.node_timeout + 1ms;
+    redlock::test::check_slow_fair_waiters<lock_kind>(s);
 }
 
 // A waiter of another process whose attempt with its ticket reached node 0 alone (and that heartbeats for a

@@ -1,6 +1,7 @@
 // The fair semaphore on 1, 3 and 5 real nodes (one down): permits in the order of arrival across clients, a
 // request of several permits at the head that waits and holds back those behind it, dead waiters that stop
-// blocking within one waiter TTL, and a live waiter that keeps its place for many of its TTLs.
+// blocking within one waiter TTL, a live waiter that keeps its place for many of its TTLs, and waiters of one
+// client on slow nodes that heartbeat in time whatever the client's attempt gate does.
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -17,6 +18,7 @@
 #include <common/node_setups.hpp>
 #include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <common/slow_fair_waiters.hpp>
 #include <thread>
 
 namespace asio = boost::asio;
@@ -263,4 +265,43 @@ BOOST_DATA_TEST_CASE(dead_waiters_at_the_head_stop_blocking_within_one_waiter_tt
         BOOST_TEST((after < waiter_ttl + waiter_ttl / 3 + 700ms), after.count() << " ms");  // never 5 TTLs
         co_await got.async_release(use_tuple);
     });
+}
+
+namespace {
+
+// How the scenario of test/common/slow_fair_waiters.hpp takes a permit of a fair semaphore of one.
+struct semaphore_kind {
+    static asio::awaitable<std::tuple<error_code, redlock::permit>> take(redlock::client& c, std::string name,
+                                                                         redlock::semaphore_options o,
+                                                                         redlock::diagnostics& diag)
+    {
+        redlock::semaphore s(c, std::move(name), 1, o);
+        auto taken = co_await s.async_acquire(1, diag, use_tuple);
+        co_return taken;
+    }
+    static std::string id(const redlock::permit& held) { return held.id(); }
+};
+
+}  // namespace
+
+// As fair_lock_test's test of the same name: six fair waiters of one client on slow nodes (each request and each
+// reply 40 % of a node timeout late), with the shortest waiter TTL accepted, while another client holds the one
+// permit. An observer on the nodes themselves sees every heartbeat come within a waiter TTL of the one before and no
+// waiter leave the queue before it is served; then the permits follow the tickets (test/common/slow_fair_waiters.hpp).
+BOOST_DATA_TEST_CASE(fair_waiters_of_one_client_on_slow_nodes_heartbeat_in_time_whatever_the_gate, data::make({1, 3}),
+                     n)
+{
+    redlock::test::slow_fair_setup s;  // a node timeout of 300 ms, 120 ms each way, 6 waiters, a hold of 4 s
+    s.nodes = static_cast<std::size_t>(n);
+    s.name = name;
+#ifdef REDLOCK_TEST_SANITIZED
+    s.node_timeout = 450ms;
+    s.delay = 180ms;
+    s.hold = 6s;
+#endif
+    // The shortest waiter TTL accepted (lock_call.cpp, invalid_arguments). Heartbeats come 2 delays + a third of it
+    // apart (540 ms of 901): a machine that stalls a node or the client a moment is no eviction. Behind the gate,
+    // they came 6 round trips apart (1440 ms).
+    s.waiter_ttl = 3 * s.node_timeout + 1ms;
+    redlock::test::check_slow_fair_waiters<semaphore_kind>(s);
 }

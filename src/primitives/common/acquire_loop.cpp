@@ -63,6 +63,13 @@ ms until_deadline(clock::time_point deadline, clock::time_point now)
     return deadline == clock::time_point::max() ? ms::max() : std::chrono::duration_cast<ms>(deadline - now);
 }
 
+// What is left of `max_pause` since the attempt answered (what passed rounded up: never more than max_pause in all).
+ms pause_left(ms max_pause, clock::time_point answered)
+{
+    if (max_pause == ms::max()) return ms::max();
+    return std::max(max_pause - std::chrono::ceil<ms>(clock::now() - answered), ms(0));
+}
+
 }  // namespace
 
 asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_loop(std::shared_ptr<client_impl> client,
@@ -75,6 +82,15 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
     watcher.token = plan.wake_token;
     watch_scope scope(wakeups, plan.channels, watcher);
     std::optional<asio::steady_timer> gate_wait;  // only when another attempt of this client holds the gate
+    // A fair waiter with its ticket: its attempts skip the gate. The gate keeps a client's waiters from splitting the
+    // nodes' votes among themselves; a queued fair waiter cannot split them: every node grants only the first live
+    // waiter of its queue (a fair semaphore: the first that holds no permit there), in one order on every node, so
+    // two queued waiters of this client contend exactly as two of different clients would, which the queue
+    // protocol already orders (doc/locks.md, "Why the order holds over N nodes"). And it must not wait there: each
+    // attempt is its heartbeat, due within a waiter TTL of the last (lock_call.cpp, invalid_arguments), and behind
+    // k other waiters' attempts on slow nodes the gate alone can take k node timeouts. A waiter without a ticket
+    // (its first attempt, a try) is not queued yet: it passes the gate.
+    bool queued = false;
     wait_summary unreported;
     auto& summary = diag ? access::waiting(*diag) : unreported;
     const auto started = clock::now();
@@ -92,7 +108,7 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
         clock::duration attempt_took{};
         {
             gate_pass gate(client->gates(), plan.gate_id);
-            if (!gate.try_enter()) {
+            if (!queued && !gate.try_enter()) {
                 if (!gate_wait) gate_wait.emplace(client->strand());
                 if (!co_await gate.enter(*gate_wait)) co_return aborted();
             }
@@ -119,6 +135,8 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
             }
             if (!result.failure || result.refused) watcher.acting_on_release = false;  // it had its answer
         }  // the outcome is known: the client's next waiter may try
+        const auto answered = clock::now();
+        queued = queued || result.queued;
         if (!result.failure) co_return end({}, std::move(result.granted));
         if (result.failure == asio::error::operation_aborted) co_return aborted();
 
@@ -134,7 +152,7 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
             wakeups.subscribe(plan.channels);
             // Not past a heartbeat either: a fair waiter's place lasts a waiter TTL without an attempt.
             const auto settle_until =
-                std::min({plan.wait_until, clock::now() + std::min(plan.settle_timeout, plan.max_pause)});
+                std::min({plan.wait_until, answered + std::min(plan.settle_timeout, plan.max_pause)});
             while (!wakeups.reliable(plan.channels) && !wakeups.settled(plan.channels) && clock::now() < settle_until) {
                 watcher.settling = true;
                 watcher.timer.expires_at(settle_until);
@@ -166,7 +184,8 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
                      : notified && result.holder_ttl
                          ? bounded_pause(*result.holder_ttl) + ms(1)  // a message comes first, unless the key lapses
                          : retry_delay(plan.retry_delay, plan.retry_jitter, result.holder_ttl, left, unit_random());
-        pause = bounded_pause(std::min({pause, left, plan.max_pause}));
+        // A fair waiter's heartbeat: what the wait for subscriptions took is part of max_pause, not added to it.
+        pause = bounded_pause(std::min({pause, left, pause_left(plan.max_pause, answered)}));
         watcher.pausing = true;
         if (split) {
             using us = std::chrono::microseconds;

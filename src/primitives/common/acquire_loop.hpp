@@ -1,5 +1,5 @@
-// The loop every primitive acquires with: one attempt at a time per lock per client, wake-ups on release
-// messages, jittered retries that never outlast the holder's TTL, and a deadline.
+// The loop every primitive acquires with: one attempt at a time per lock per client (a queued fair waiter's
+// excepted), wake-ups on release messages, jittered retries that never outlast the holder's TTL, and a deadline.
 #pragma once
 
 #include "primitives/common/client_impl.hpp"
@@ -32,6 +32,9 @@ struct attempt_result {
     /// (a fair lock: or when a waiter ahead of us drops out if it stops heartbeating).
     std::optional<std::chrono::milliseconds> holder_ttl;
     std::vector<std::size_t> granted_on;  ///< a failed attempt: the nodes that granted it (cleaned up since)
+    /// A fair waiter that holds its ticket (its place in the queues): each of its attempts is its heartbeat, and from
+    /// now on they skip the attempt gate (acquire_loop says why).
+    bool queued = false;
 };
 
 struct acquire_plan {
@@ -42,7 +45,8 @@ struct acquire_plan {
     /// Timed retries, when release messages cannot be relied on (see acquire_loop).
     std::chrono::milliseconds retry_delay{100};
     std::chrono::milliseconds retry_jitter{50};
-    /// The longest pause between attempts whatever the holder's TTL (a fair waiter's heartbeat); max: none.
+    /// The longest time from an attempt's answer to the next attempt, the wait for fresh subscriptions included,
+    /// whatever the holder's TTL (a fair waiter's heartbeat); max: none.
     std::chrono::milliseconds max_pause = std::chrono::milliseconds::max();
     /// How long a refused waiter waits for its fresh subscriptions to be confirmed before it checks again.
     std::chrono::milliseconds settle_timeout{250};
@@ -55,6 +59,10 @@ using attempt_fn = std::function<boost::asio::awaitable<attempt_result>(std::uin
 /// Runs attempts until one is granted, the wait deadline passes (the last failure), an attempt's failure is
 /// conclusive, or the caller is cancelled (operation_aborted). `diag` may be null; attempts fill it in, and the loop
 /// its wait_summary.
+///
+/// Each attempt passes the plan's gate (one attempt at a time per gate in this client), except those of a fair
+/// waiter that holds its ticket (attempt_result::queued): the next one starts at most plan.max_pause after an
+/// attempt answered, whatever the client's other waiters do.
 ///
 /// The waiter is registered for release messages before its first attempt; a refused waiter whose channels
 /// were not yet subscribed on enough nodes subscribes, waits for the confirmations and checks again (a release

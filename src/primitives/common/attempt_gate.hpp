@@ -1,5 +1,6 @@
 // One attempt at a time per lock per client: a client's own waiters would otherwise split the nodes' votes
-// among themselves (20 coroutines of one process, each holding a node or two, and nobody a quorum).
+// among themselves (20 coroutines of one process, each holding a node or two, and nobody a quorum). A fair waiter
+// that holds its ticket does not pass it (acquire_loop says why).
 #pragma once
 
 #include <boost/asio/awaitable.hpp>

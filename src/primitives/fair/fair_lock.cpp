@@ -73,7 +73,9 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, s
         }
     }
     // Release ids 2n - 1 and 2n: an attempt may clean up twice (without its ticket, then with it).
-    co_return co_await conclude_attempt(std::move(call), std::move(result), start, 2 * n);
+    auto out = co_await conclude_attempt(std::move(call), std::move(result), start, 2 * n);
+    out.queued = waiter->ticket != 0;  // its next attempts heartbeat: they skip the client's gate (acquire_loop)
+    co_return out;
 }
 
 }  // namespace

@@ -88,11 +88,16 @@ std::string invalid_arguments(const client_impl& client, const std::vector<std::
     }
     if (o.fair && (o.waiter_ttl < ms(100) || o.waiter_ttl > std::chrono::hours(1)))
         return "waiter_ttl must be in [100 ms, 1 h]";
-    // A waiter heartbeats with each attempt: at most waiter_ttl / 3 apart, plus an attempt of up to two node
-    // timeouts (a ticket first, then the acquire with it). Below the waiter TTL, a live waiter never drops out.
+    // The heartbeat budget. A fair waiter heartbeats on a node when its attempt's script runs there: at s, between
+    // the request leaving (t) and a node timeout T later (or never: that node has its place again at the next
+    // heartbeat that reaches it). The attempt answers by t + T. The next one leaves at most waiter_ttl / 3 after
+    // that answer (acquire_loop: the pause and the wait for subscriptions together; a queued waiter skips the
+    // client's attempt gate, where other waiters' attempts could hold it any time), and runs on the node by T later.
+    // So heartbeats come at most T + waiter_ttl / 3 + T apart, below waiter_ttl iff waiter_ttl > 3 T. (A first
+    // attempt over N nodes sends two requests, the ticket's first: it heartbeats with the second, and joins with it.)
     if (o.fair && 3 * (o.node_timeout > ms(0) ? o.node_timeout : default_node_timeout(o.ttl)) >= o.waiter_ttl)
-        return "waiter_ttl must be above 3 node timeouts (heartbeats come waiter_ttl / 3 apart, after attempts of "
-               "up to two node timeouts)";
+        return "waiter_ttl must be above 3 node timeouts (a fair waiter's heartbeats come up to waiter_ttl / 3 plus "
+               "two node timeouts apart)";
     return {};
 }
 

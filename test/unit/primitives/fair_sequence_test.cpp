@@ -120,3 +120,39 @@ BOOST_DATA_TEST_CASE(a_fair_try_lock_takes_no_ticket_and_leaves_no_trace, bdata:
         }
     });
 }
+
+// A fair waiter whose subscriptions never settle (node 1 refuses them, node 2 never answers) waits for them after
+// each refusal. That wait is part of its pause: its attempts, its heartbeats, still leave at most waiter_ttl / 3
+// after the last one answered, not a wait for subscriptions and then a whole pause (together up to 2 waiter_ttl / 3:
+// with a waiter TTL just above 3 node timeouts, slow nodes would then miss the heartbeat).
+BOOST_AUTO_TEST_CASE(a_fair_waiters_wait_for_its_subscriptions_is_part_of_its_pause)
+{
+    rig r(3);
+    std::vector<std::chrono::steady_clock::time_point> sent;  // node 0's acquires
+    for (std::size_t i = 0; i < r.n(); ++i)
+        r.fakes[i].set_policy([i, &sent](const exec_record& rec) {
+            if (!fair_acquire(rec)) return action::released();
+            if (i == 0) sent.push_back(std::chrono::steady_clock::now());
+            return action::reply(refusal(7));
+        });
+    r.fakes[1].on_subscribe([](const std::vector<std::string>&) { return make_error_code(error::server_error); });
+    r.fakes[2].hold_subscriptions();
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        auto o = fair_options();
+        o.wait = 1500ms;
+        o.node_timeout = 50ms;
+        o.waiter_ttl = 300ms;  // at most 100 ms from an attempt's answer to the next attempt
+        o.retry_delay = 10'000ms;
+        o.retry_jitter = 0ms;
+        redlock::mutex m(*r.c, "res", o);
+        auto [ec, held] = co_await m.async_lock(use);
+        BOOST_TEST(ec == error::not_acquired, ec.message());
+    });
+    // The first attempt sends two acquires (without its ticket, then with it); each later one sends one.
+    BOOST_REQUIRE(sent.size() >= 6u);
+    std::chrono::steady_clock::duration longest{};
+    for (std::size_t i = 2; i < sent.size(); ++i) longest = std::max(longest, sent[i] - sent[i - 1]);
+    const auto longest_ms = std::chrono::duration_cast<std::chrono::milliseconds>(longest);
+    BOOST_TEST_MESSAGE(sent.size() << " acquires on node 0, at most " << longest_ms.count() << " ms apart");
+    BOOST_TEST((longest_ms < 150ms), longest_ms.count() << " ms");  // 100 ms, and the machine's latency
+}
