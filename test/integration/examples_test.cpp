@@ -1,15 +1,30 @@
 // The small programs of example/ run against real nodes as doc/examples.md says to run them: each exits 0 (each
-// checks its own claims: exclusion, the quorum rule, the fencing refusal...) and prints what the docs show.
+// checks its own claims: exclusion, the quorum rule, the fencing refusal...) and prints what the docs show. The
+// HTTP server of example/http_counter.cpp is started on a free port and sent requests.
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <common/http_client.hpp>
 #include <common/redis_node.hpp>
+#include <common/service_process.hpp>
 #include <common/subprocess.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
 using namespace std::chrono_literals;
 using namespace redlock::test;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
 
 namespace {
 
@@ -25,6 +40,40 @@ std::string run_example(const std::string& program, const std::string& nodes, st
 bool has(const std::string& output, const std::string& text)
 {
     return output.find(text) != std::string::npos;
+}
+
+// example/http_counter on `nodes`, listening on a free port.
+service_process start_http_counter(const cluster& nodes)
+{
+    return service_process({REDLOCK_EXAMPLE_HTTP_COUNTER, comma_joined(nodes.urls()), "0"},
+                           make_temp_dir("redlock-http-counter-") + "/service.log");
+}
+
+struct http_answer {
+    unsigned status = 0;
+    std::string body;
+    bool keep_alive = false;
+};
+
+// `count` requests, one after another on one kept-alive connection to 127.0.0.1:`port`.
+asio::awaitable<std::vector<http_answer>> on_one_connection(std::uint16_t port, http::verb method, std::string target,
+                                                            int count)
+{
+    beast::tcp_stream stream(co_await asio::this_coro::executor);
+    stream.expires_after(60s);
+    co_await stream.async_connect({asio::ip::make_address("127.0.0.1"), port}, asio::use_awaitable);
+    beast::flat_buffer buffer;
+    std::vector<http_answer> answers;
+    for (int i = 0; i < count; ++i) {
+        http::request<http::empty_body> req{method, target, 11};
+        req.set(http::field::host, "127.0.0.1");
+        req.prepare_payload();
+        co_await http::async_write(stream, req, asio::use_awaitable);
+        http::response<http::string_body> res;
+        co_await http::async_read(stream, buffer, res, asio::use_awaitable);
+        answers.push_back({res.result_int(), res.body(), res.keep_alive()});
+    }
+    co_return answers;
 }
 
 }  // namespace
@@ -132,4 +181,76 @@ BOOST_AUTO_TEST_CASE(the_tutorial_program_locks_and_releases)
     const auto out = run_example(REDLOCK_EXAMPLE_TUTORIAL, node.url());
     BOOST_TEST(has(out, "locked tutorial:report after"));
     BOOST_TEST(has(out, "released"));
+}
+
+// 8 kept-alive connections send 25 increments each to one counter at once, so that the requests queue for its lock:
+// every one is answered 200 on its connection, the values answered are 1 to 200, each once, and the counter ends
+// at 200. A read-modify-write outside the lock (or a lock that let two holders in) loses increments: values repeat
+// and the counter ends lower.
+BOOST_AUTO_TEST_CASE(http_counter_counts_every_concurrent_increment)
+{
+    cluster nodes(3);
+    service_process service = start_http_counter(nodes);
+    constexpr int connections = 8, per_connection = 25, total = connections * per_connection;
+    asio::io_context ctx;
+    std::vector<http_answer> answers;
+    for (int c = 0; c < connections; ++c)
+        asio::co_spawn(ctx,
+                       on_one_connection(service.port(), http::verb::post, "/counter/hits/increment", per_connection),
+                       [&](std::exception_ptr e, std::vector<http_answer> got) {
+                           if (e) std::rethrow_exception(e);
+                           answers.insert(answers.end(), got.begin(), got.end());
+                       });
+    ctx.run();
+    std::set<long> values;
+    for (const auto& a : answers) {
+        BOOST_TEST(a.status == 200u, a.status << " " << a.body);
+        BOOST_TEST(a.keep_alive);
+        if (a.status == 200u) values.insert(std::stol(a.body));
+    }
+    BOOST_TEST(answers.size() == std::size_t{total});
+    BOOST_TEST_REQUIRE(values.size() == std::size_t{total});  // no value twice...
+    BOOST_TEST(*values.begin() == 1);                         // ... so 1 to 200, each once
+    BOOST_TEST(*values.rbegin() == total);
+    BOOST_TEST(send_http(service.port(), {.target = "/counter/hits"}).body == std::to_string(total) + "\n");
+    BOOST_TEST(nodes[0].cli({"GET", "{counter:hits}:value"}) == std::to_string(total));
+    BOOST_TEST(!has(service.output(), "session:"), service.output());
+}
+
+// Its failures as doc/examples.md maps them: a lock held by another owner for longer than the wait -> 409; a newer
+// holder's token already on the counter's guard -> 409, nothing written; an unknown path -> 404; two of three lock
+// nodes down (no quorum) -> 503 with Retry-After, while the counter can still be read from the store.
+BOOST_AUTO_TEST_CASE(http_counter_maps_failures_to_statuses)
+{
+    cluster nodes(3);
+    service_process service = start_http_counter(nodes);
+    const auto increment = [&](const std::string& name) {
+        return send_http(service.port(), {.method = http::verb::post, .target = "/counter/" + name + "/increment"});
+    };
+    BOOST_TEST(increment("a").body == "1\n");
+
+    // The lock key is the name the service locks, its value the owner's token: another owner holds it everywhere.
+    for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"SET", "counter:a", "another-owner", "PX", "30000"});
+    const auto busy = increment("a");
+    BOOST_TEST(busy.status == 409u, busy.status << " " << busy.body);
+    BOOST_TEST(has(busy.body, "not acquired"), busy.body);
+    for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"DEL", "counter:a"});
+
+    // A holder with a far newer fencing token has written: the service's claim is refused and nothing is written.
+    BOOST_REQUIRE(nodes[0].cli({"SET", "{counter:a}:guard", "1000000"}) == "OK");
+    const auto superseded = increment("a");
+    BOOST_TEST(superseded.status == 409u, superseded.status << " " << superseded.body);
+    BOOST_TEST(has(superseded.body, "newer fencing token"), superseded.body);
+    BOOST_TEST(nodes[0].cli({"GET", "{counter:a}:value"}) == "1");
+
+    BOOST_TEST(send_http(service.port(), {.target = "/counter/a/increment"}).status == 404u);  // a GET
+    BOOST_TEST(send_http(service.port(), {.target = "/counter/a:b"}).status == 404u);
+
+    nodes[1].kill();
+    nodes[2].kill();
+    const auto down = increment("b");
+    BOOST_TEST(down.status == 503u, down.status << " " << down.body);
+    BOOST_TEST(down.header("retry-after") == "1");
+    BOOST_TEST(has(down.body, "no quorum"), down.body);
+    BOOST_TEST(send_http(service.port(), {.target = "/counter/a"}).body == "1\n");
 }
