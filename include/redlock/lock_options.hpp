@@ -4,6 +4,7 @@
 #include <redlock/key_layout.hpp>
 
 #include <chrono>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -56,6 +57,11 @@ struct lock_options {
     /// queue within this time; a live waiter heartbeats every waiter_ttl / 3, so it keeps its place unless it
     /// misses three heartbeats in a row (its event loop blocked that long), and then rejoins at it.
     ms waiter_ttl{2000};
+
+    /// What is wrong with these options (a ttl that is not positive, a watchdog that would extend too late, a
+    /// waiter_ttl too short for the node timeout...), or an empty string. Every lock call checks it before any I/O;
+    /// call it to check options read from a configuration at startup.
+    std::string invalid() const;
 };
 
 // Options are often written as temporaries inside co_await expressions, which g++ 12 may destroy twice: a

@@ -1,5 +1,7 @@
+#include "common/embedded_script.hpp"
 #include "common/fake_node.hpp"
-#include "primitives/mutex/lock_scripts.hpp"
+#include "lua/common.hpp"
+#include "lua/mutex.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -14,7 +16,8 @@
 namespace redlock::test {
 
 namespace asio = boost::asio;
-namespace scripts = redlock::detail::lock_scripts;
+using redlock::detail::embedded_script;
+namespace lua = redlock::detail::lua;
 
 const char* to_string(script_kind k) noexcept
 {
@@ -61,12 +64,13 @@ namespace {
 
 script_kind kind_of(const std::string& sha)
 {
-    if (sha == scripts::acquire().sha1()) return script_kind::acquire;
-    if (sha == scripts::acquire_reading_fence().sha1()) return script_kind::acquire_reading_fence;
-    if (sha == scripts::acquire_incrementing_fence().sha1()) return script_kind::acquire_incrementing_fence;
-    if (sha == scripts::commit_fence().sha1()) return script_kind::commit_fence;
-    if (sha == scripts::extend().sha1()) return script_kind::extend;
-    if (sha == scripts::release().sha1()) return script_kind::release;
+    if (sha == embedded_script<lua::common_acquire>().sha1()) return script_kind::acquire;
+    if (sha == embedded_script<lua::mutex_acquire_reading_fence>().sha1()) return script_kind::acquire_reading_fence;
+    if (sha == embedded_script<lua::mutex_acquire_incrementing_fence>().sha1())
+        return script_kind::acquire_incrementing_fence;
+    if (sha == embedded_script<lua::common_commit_fence>().sha1()) return script_kind::commit_fence;
+    if (sha == embedded_script<lua::common_extend>().sha1()) return script_kind::extend;
+    if (sha == embedded_script<lua::mutex_release>().sha1()) return script_kind::release;
     return script_kind::other;
 }
 
@@ -225,7 +229,8 @@ public:
               node::completion h)
     {
         ex_ = ex;
-        if (!req.script_calls().empty() && req.script_calls().front().code.sha1() == scripts::extend_many().sha1())
+        if (!req.script_calls().empty() &&
+            req.script_calls().front().code.sha1() == embedded_script<lua::common_extend_many>().sha1())
             return exec_batch(ex, req, resp, routing_key, std::move(h));
         exec_record r;
         r.timeout = req.timeout();

@@ -272,10 +272,16 @@ namespace {
 // How the scenario of test/common/slow_fair_waiters.hpp takes a permit of a fair semaphore of one.
 struct semaphore_kind {
     static asio::awaitable<std::tuple<error_code, redlock::permit>> take(redlock::client& c, std::string name,
-                                                                         redlock::semaphore_options o,
+                                                                         redlock::lock_options o,
                                                                          redlock::diagnostics& diag)
     {
-        redlock::semaphore s(c, std::move(name), 1, o);
+        redlock::semaphore s(c, std::move(name), 1,
+                             {.ttl = o.ttl,
+                              .wait = o.wait,
+                              .node_timeout = o.node_timeout,
+                              .watchdog = o.watchdog,
+                              .fair = o.fair,
+                              .waiter_ttl = o.waiter_ttl});
         auto taken = co_await s.async_acquire(1, diag, use_tuple);
         co_return taken;
     }

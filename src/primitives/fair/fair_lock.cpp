@@ -1,122 +1,49 @@
-#include "primitives/fair/fair_lock.hpp"
+// The fair (FIFO) lock, as a lock kind: the plain lock's lease (its keys hold its token), the fair queue's
+// acquire and release, and the fair attempts every fair kind shares (primitives/common/fair_attempts.hpp).
+#include "primitives/common/fair_attempts.hpp"
+#include "primitives/common/lock_kind.hpp"
+#include "primitives/common/token_lease.hpp"
 #include "primitives/fair/fair_scripts.hpp"
-#include "primitives/mutex/fencing.hpp"
 
 namespace redlock::detail {
 
-namespace asio = boost::asio;
-using clock = std::chrono::steady_clock;
-
 namespace {
-
-struct fair_waiter {
-    std::uint64_t ticket = 0;  // 0 until the waiter joined the queue
-};
 
 request fair_lock_acquire(const lock_call& call, std::uint64_t ticket, bool take_ticket)
 {
-    return fair_scripts::acquire_request(call.lease.routing_key(), call.lease.token, call.options.ttl,
-                                         call.options.waiter_ttl, ticket, take_ticket, call.fence_step,
-                                         call.options.node_timeout);
+    const auto& o = call.options;
+    return fair_scripts::acquire_request(call.lease.routing_key(), call.lease.token, o.ttl, o.waiter_ttl, ticket,
+                                         take_ticket, call.fence, o.node_timeout);
 }
 
-// `waits`: a call that may take more than one attempt (not a try-lock), worth a place in the queue.
-std::shared_ptr<const request> acquire_with(const lock_call& call, std::uint64_t ticket, bool waits)
-{
-    const bool one_node = call.client->nodes().size() == 1;
-    return std::make_shared<const request>(call.fair_acquire(call, ticket, one_node && waits));
-}
-
-// Over N nodes, a waiter without a ticket that was not granted takes one: 1 + the highest counter among a
-// quorum's answers, so it follows every waiter already placed on a quorum (their quorum and ours share a node,
-// which reported that waiter's ticket or more). Ties between waiters that chose at once order by token, the
-// same way on every node. Nullopt with fewer answers than a quorum.
-std::optional<std::uint64_t> next_ticket(const fan_out_state& result, std::size_t quorum)
-{
-    fence_maximum highest;
-    std::size_t answers = 0;
-    for (std::size_t i = 0; i < result.replies.size(); ++i) {
-        if (!result.answered(i) || result.votes[i] == vote::error) continue;
-        if (auto c = fair_scripts::counter(result.replies[i])) {
-            highest.add(*c);
-            ++answers;
-        }
-    }
-    if (answers < quorum) return std::nullopt;
-    return highest.next();
-}
-
-asio::awaitable<attempt_result> attempt(std::shared_ptr<const lock_call> call, std::shared_ptr<fair_waiter> waiter,
-                                        bool waits, std::uint64_t n)
-{
-    auto& nodes = call->client->nodes();
-    auto start = clock::now();
-    // Without a ticket over N nodes, the refusals carry the counters it is chosen from: wait for a quorum of them.
-    // Requests are named, not temporaries inside a co_await: g++ 12 may destroy those twice.
-    const bool choosing = waiter->ticket == 0 && waits && nodes.size() > 1;
-    auto first = acquire_with(*call, waiter->ticket, waits);
-    auto result = co_await fan_out_acquire(call, first, choosing ? until::quorum_answered : until::decided);
-    if (!result->cancelled && waiter->ticket == 0 && waits) {
-        if (nodes.size() == 1) {  // the node gave us our ticket when it refused
-            if (result->answered(0))
-                if (auto t = fair_scripts::ticket(result->replies[0]); t && *t > 0) waiter->ticket = *t;
-        } else if (result->tally.decide() != quorum_tally::decision::reached) {
-            if (auto ticket = next_ticket(*result, nodes.majority())) {
-                call->release_attempt(2 * n - 1, *result);  // give back what it got: the queue decides now
-                waiter->ticket = *ticket;
-                // The acquire with a ticket joins each queue it reaches: placed on a quorum or not, the ticket
-                // stands, and every later attempt heartbeats with it and joins the queues that miss it.
-                start = clock::now();
-                auto queued = acquire_with(*call, waiter->ticket, waits);
-                result = co_await fan_out_acquire(call, queued);
-            }
-        }
-    }
-    // Release ids 2n - 1 and 2n: an attempt may clean up twice (without its ticket, then with it).
-    auto out = co_await conclude_attempt(std::move(call), std::move(result), start, 2 * n);
-    out.queued = waiter->ticket != 0;  // its next attempts heartbeat: they skip the client's gate (acquire_loop)
-    co_return out;
-}
-
-}  // namespace
-
-namespace {
 const lease_protocol& fair_lock_protocol()
 {
-    // The mutex's (the key holds the token), but a release leaves the queue too.
-    static const lease_protocol p = [] {
-        auto fair = mutex_protocol();
-        fair.release = fair_scripts::release_and_leave;
-        return fair;
-    }();
+    static const lease_protocol p{
+        .extend = token_lease::extend_request,
+        .extended = token_lease::classify_extend,
+        .release = fair_scripts::release_and_leave,  // a holder leaves the queue too
+        .released = token_lease::classify_release,
+        .repair = token_lease::repair_request,
+        .needs_repair = token_lease::lost_key,
+        .extend_batch = token_lease::extend_batch_request,
+    };
     return p;
 }
+
 }  // namespace
 
-void make_fair(lock_call& call, acquire_plan& plan)
+const lock_kind& fair_lock_kind()
 {
-    call.classify = fair_scripts::classify_acquire;
-    call.fair_acquire = fair_lock_acquire;
-    call.protocol = &fair_lock_protocol();
-    call.clean_up = fair_scripts::release_keeping_place;
-    call.holder_ttl = fair_scripts::wait_hint;
-    call.fence_of = fair_scripts::granted_fence;
-    plan.wake_token = call.lease.token;
-    plan.max_pause = call.options.waiter_ttl / 3;
-}
-
-attempt_fn fair_attempts(std::shared_ptr<const lock_call> call, bool waits)
-{
-    return [call = std::move(call), waiter = std::make_shared<fair_waiter>(), waits](std::uint64_t n) {
-        return attempt(call, waiter, waits, n);
+    static const lock_kind kind{
+        .protocol = &fair_lock_protocol(),
+        .read_answer = read_queue_answer,
+        .vote = verdict_of<read_queue_answer>,
+        .attempts = fair_attempts,
+        .clean_up = fair_scripts::release_keeping_place,
+        .commit = token_lease::commit_request,
+        .fair_acquire = fair_lock_acquire,
     };
-}
-
-void leave_queue(const lock_call& call)
-{
-    call.client->nodes().send_to_all(std::make_shared<const request>(call.protocol->release(
-                                         call.lease, call.lease.token + ":left", call.options.node_timeout)),
-                                     call.lease.routing_key());
+    return kind;
 }
 
 }  // namespace redlock::detail

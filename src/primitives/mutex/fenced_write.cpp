@@ -1,6 +1,6 @@
 #include "common/embedded_script.hpp"
 #include "lua/mutex.hpp"
-#include "primitives/mutex/fencing.hpp"
+#include "primitives/common/fencing.hpp"
 
 #include <redlock/fenced_write.hpp>
 #include <redlock/script.hpp>

@@ -1,8 +1,8 @@
 // mutex::async_inspect: what a lock looks like on each node, read with plain GET and PTTL (no script, so a
 // read-only ACL user may call it).
 #include "primitives/common/client_impl.hpp"
+#include "primitives/common/fencing.hpp"
 #include "primitives/common/read_nodes.hpp"
-#include "primitives/mutex/fencing.hpp"
 
 #include <redlock/detail/access.hpp>
 #include <redlock/key_layout.hpp>

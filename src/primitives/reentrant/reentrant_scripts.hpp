@@ -7,42 +7,40 @@
 // removes only its own, so a late or repeated message can never miscount the holds.
 #pragma once
 
+#include "primitives/common/fencing.hpp"
 #include "primitives/common/lease_protocol.hpp"
-#include "primitives/mutex/lock_scripts.hpp"
+#include "primitives/common/lock_kind.hpp"
 
+#include <redlock/error.hpp>
 #include <redlock/request.hpp>
 #include <redlock/response.hpp>
-#include <redlock/script.hpp>
 
 #include <chrono>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace redlock::detail::reentrant_scripts {
 
-// The scripts; each one's contract (KEYS, ARGV, replies) heads its file in primitives/reentrant/.
-const script& acquire();  ///< acquire.lua: a first hold (1) or a re-entry (2); with fencing {kind, counter, committed}
-const script& commit_fence();  ///< commit_fence.lua: phase 2 over N nodes, committed to the owner's holds too
-const script& extend();        ///< extend.lua
-const script& release();       ///< release.lua: 1 freed, 2 still held, 0 nothing of this hold left, -1 another's
+// The scripts and their contracts (KEYS, ARGV, replies) are the files of primitives/reentrant/: acquire.lua (a first
+// hold or a re-entry), commit_fence.lua (phase 2 over N nodes, committed to the owner's holds too), extend.lua and
+// release.lua.
 
 request acquire_request(const std::string& key, const std::string& owner, const std::string& hold,
-                        std::chrono::milliseconds ttl, std::chrono::milliseconds node_timeout,
-                        lock_scripts::fence_step fence);
+                        std::chrono::milliseconds ttl, std::chrono::milliseconds node_timeout, fence_step fence);
 /// The lease's requests: `lease.keys` is the lock key alone, `lease.token` the hold's id, `lease.key_value` the
 /// owner.
 request commit_request(const lease_spec& lease, std::uint64_t fence, std::chrono::milliseconds node_timeout);
 request extend_request(const lease_spec& lease, std::chrono::milliseconds ttl, std::chrono::milliseconds node_timeout);
 request release_request(const lease_spec& lease, std::string_view release_id, std::chrono::milliseconds node_timeout);
 
-vote classify_acquire(error_code ec, const response& resp);
-/// From a fenced grant: the node's counter.
-std::optional<std::uint64_t> granted_fence(const response& resp);
-/// From a fenced grant: the token committed to the owner's holds on that node (0: none).
-std::optional<std::uint64_t> committed_fence(const response& resp);
+/// An acquire's answer: 1 a first hold, 2 a re-entry (both granted), -(PTTL) or 0 refused; with fencing
+/// {1 or 2, the counter, the token committed to the owner's holds}.
+acquire_answer read_acquire(error_code ec, const response& resp);
+/// An extension: yes when prolonged (1), no otherwise.
+vote classify_extend(error_code ec, const response& resp);
+/// A release: yes when it freed the key, the owner still holds it, or nothing of this hold was left; no when the key
+/// is another owner's.
 vote classify_release(error_code ec, const response& resp);
 
 }  // namespace redlock::detail::reentrant_scripts

@@ -1,11 +1,11 @@
 // The counting semaphore: permits granted on a permit quorum of the client's N nodes (N = 1 is the same code),
 // plain or fair, through the lock kinds' call, attempts and lease machinery.
-#include "primitives/common/acquire_loop.hpp"
 #include "primitives/common/client_impl.hpp"
+#include "primitives/common/fair_attempts.hpp"
+#include "primitives/common/lock_call.hpp"
+#include "primitives/common/lock_kind.hpp"
 #include "primitives/common/token.hpp"
 #include "primitives/common/validity.hpp"
-#include "primitives/fair/fair_lock.hpp"
-#include "primitives/mutex/lock_call.hpp"
 #include "primitives/semaphore/semaphore_scripts.hpp"
 
 #include <redlock/detail/access.hpp>
@@ -32,7 +32,8 @@ std::size_t quorum_from_reports(const lock_call& call, const fan_out_state& answ
     std::int64_t largest = 0;
     for (std::size_t i = 0; i < answers.replies.size(); ++i) {
         if (!answers.answered(i) || answers.votes[i] == vote::error) continue;
-        if (auto limit = semaphore_scripts::reported_limit(answers.replies[i])) largest = std::max(largest, *limit);
+        if (auto limit = call.kind->read_answer(*answers.results[i], answers.replies[i]).limit)
+            largest = std::max(largest, *limit);
     }
     return quorum_of(answers.replies.size(), largest >= 1 ? largest : call.lease.limit);
 }
@@ -48,7 +49,7 @@ std::string permits_above_stored_limit(const lock_call& call, const fan_out_stat
     std::int64_t largest = 0;          // the largest any node reports
     for (std::size_t i = 0; i < answers.replies.size(); ++i) {
         if (!answers.answered(i) || answers.votes[i] == vote::error) continue;
-        const auto limit = semaphore_scripts::reported_limit(answers.replies[i]);
+        const auto limit = call.kind->read_answer(*answers.results[i], answers.replies[i]).limit;
         if (limit) largest = std::max(largest, *limit);
         if (answers.votes[i] != vote::no || !limit || *limit >= call.lease.units) continue;
         least = below == 0 ? *limit : std::min(least, *limit);
@@ -103,9 +104,9 @@ request repair_permit(const lease_spec& permit, ms ttl, ms node_timeout)
                                               node_timeout);
 }
 
-const lease_protocol& semaphore_protocol(bool fair)
+const lease_protocol& semaphore_protocol()
 {
-    static const lease_protocol plain{
+    static const lease_protocol p{
         .extend = semaphore_scripts::extend_request,
         .extended = semaphore_scripts::classify_extend,
         .release = semaphore_scripts::release_request,
@@ -117,12 +118,27 @@ const lease_protocol& semaphore_protocol(bool fair)
         .extend_batch = semaphore_scripts::extend_batch_request,
         .remaining = semaphore_scripts::extended_for,
     };
-    static const lease_protocol fair_one = [] {
-        auto p = plain;
-        p.release = semaphore_scripts::fair_release_and_leave;  // leaves the queue too
-        return p;
+    return p;
+}
+
+const lease_protocol& fair_semaphore_protocol()
+{
+    static const lease_protocol p = [] {
+        auto fair = semaphore_protocol();
+        fair.release = semaphore_scripts::fair_release_and_leave;  // a holder leaves the queue too
+        return fair;
     }();
-    return fair ? fair_one : plain;
+    return p;
+}
+
+attempt_fn semaphore_attempts(std::shared_ptr<const lock_call> call, bool)
+{
+    // The same request every attempt: the same permit id, so a retry that lands twice holds one permit.
+    const auto& lease = call->lease;
+    const auto& o = call->options;
+    auto acquire = std::make_shared<const request>(semaphore_scripts::acquire_request(
+        lease.routing_key(), lease.token, lease.units, o.ttl, lease.limit, o.node_timeout));
+    return same_request_attempts(std::move(call), std::move(acquire));
 }
 
 request fair_semaphore_acquire(const lock_call& call, std::uint64_t ticket, bool take_ticket)
@@ -146,43 +162,17 @@ asio::awaitable<std::tuple<error_code, permit>> acquire(std::shared_ptr<client_i
         if (diag) access::set_client_message(*diag, why);
         co_return std::tuple{make_error_code(error::invalid_argument), permit{}};
     }
-    if (o.node_timeout == ms(0)) o.node_timeout = default_node_timeout(o.ttl);
-
-    auto call = std::make_shared<lock_call>();
-    call->client = client;
-    call->lease.keys = {std::move(name)};
-    call->lease.token = random_token();
-    call->lease.key_value = call->lease.token;
-    call->lease.units = permits;
-    call->lease.limit = limit;
-    call->options = o;
-    call->diag = diag;
-    call->quorum = quorum_of(client->nodes().size(), limit);
-    call->quorum_from = quorum_from_reports;
-    call->beyond_reach = permits_above_stored_limit;
-    auto plan = make_plan(call->lease.keys, o, one_attempt);
-    const bool waits = !one_attempt && o.wait > ms(0);
-    attempt_fn attempts;  // named, not a temporary inside the co_await (g++ 12)
-    if (o.fair) {
-        make_fair(*call, plan);  // the fair lock's ticket and queue, with the semaphore's scripts
-        call->fair_acquire = fair_semaphore_acquire;
-        call->clean_up = semaphore_scripts::fair_release_keeping_place;
-    } else {
-        call->clean_up = semaphore_scripts::release_request;
-    }
-    call->classify = semaphore_scripts::classify_acquire;
-    call->holder_ttl = semaphore_scripts::wait_hint;
-    call->protocol = &semaphore_protocol(o.fair);
-    if (o.fair) {
-        attempts = fair_attempts(call, waits);
-    } else {
-        attempts = same_request_attempts(
-            call, std::make_shared<const request>(semaphore_scripts::acquire_request(
-                      call->lease.routing_key(), call->lease.token, permits, o.ttl, limit, o.node_timeout)));
-    }
-    auto outcome = co_await acquire_loop(client, std::move(plan), std::move(attempts), diag);
+    const auto& kind = o.fair ? fair_semaphore_kind() : semaphore_kind();
+    lease_spec spec;
+    spec.keys = {std::move(name)};
+    spec.token = random_token();
+    spec.key_value = spec.token;  // the permit's id is its member in the set
+    spec.units = permits;
+    spec.limit = limit;
+    const auto quorum = quorum_of(client->nodes().size(), limit);
+    auto call = make_call(std::move(client), kind, std::move(spec), o, quorum, diag);
+    auto outcome = co_await run_call(std::move(call), one_attempt);
     auto& [ec, state] = outcome;
-    if (ec && o.fair && waits) leave_queue(*call);  // a try-acquire never joined
     co_return std::tuple{ec, state ? access::make<permit>(access::make<lease>(std::move(state)), permits) : permit{}};
 }
 
@@ -211,6 +201,35 @@ asio::awaitable<std::tuple<error_code>> set_limit(std::shared_ptr<client_impl> c
 }
 
 }  // namespace
+
+const lock_kind& semaphore_kind()
+{
+    static const lock_kind kind{
+        .protocol = &semaphore_protocol(),
+        .read_answer = semaphore_scripts::read_acquire,
+        .vote = verdict_of<semaphore_scripts::read_acquire>,
+        .attempts = semaphore_attempts,
+        .clean_up = semaphore_scripts::release_request,
+        .quorum_from = quorum_from_reports,
+        .beyond_reach = permits_above_stored_limit,
+    };
+    return kind;
+}
+
+const lock_kind& fair_semaphore_kind()
+{
+    static const lock_kind kind{
+        .protocol = &fair_semaphore_protocol(),
+        .read_answer = semaphore_scripts::read_fair_acquire,
+        .vote = verdict_of<semaphore_scripts::read_fair_acquire>,
+        .attempts = fair_attempts,
+        .clean_up = semaphore_scripts::fair_release_keeping_place,
+        .fair_acquire = fair_semaphore_acquire,
+        .quorum_from = quorum_from_reports,
+        .beyond_reach = permits_above_stored_limit,
+    };
+    return kind;
+}
 
 void start_acquire(const std::shared_ptr<client_impl>& client, std::string name, std::int64_t limit,
                    std::int64_t permits, semaphore_options options, bool one_attempt, diagnostics* diag,

@@ -1,5 +1,6 @@
 #include "common/embedded_script.hpp"
 #include "lua/semaphore.hpp"
+#include "primitives/common/fair_attempts.hpp"
 #include "primitives/semaphore/semaphore_scripts.hpp"
 
 #include <redlock/key_layout.hpp>
@@ -185,49 +186,48 @@ request inspect_request(const std::string& name, std::chrono::milliseconds node_
 
 namespace {
 
-// Either acquire's answer: a grant {1, .., limit} of 3 (plain) or 4 (fair) elements, a refusal {0, wait, ..,
-// limit} of 4 or 5.
-const resp::value* answer(error_code ec, const response& resp)
-{
-    if (ec || resp.size() != 1 || resp[0].data_type != resp::type::array) return nullptr;
-    const auto& e = resp[0].elements;
-    const auto kind = e.empty() ? std::nullopt : e[0].as_integer();
-    if (kind == 1 && (e.size() == 3 || e.size() == 4)) return &resp[0];
-    if (kind == 0 && (e.size() == 4 || e.size() == 5)) return &resp[0];
-    return nullptr;
-}
-
 std::optional<std::int64_t> script_result(error_code ec, const response& resp)
 {
     if (ec || resp.size() != 1) return std::nullopt;
     return resp[0].as_integer();
 }
 
-}  // namespace
-
-vote classify_acquire(error_code ec, const response& resp)
+// The limit a node appends to its answer to either acquire.
+std::optional<std::int64_t> limit_in(const response& resp)
 {
-    const auto* a = answer(ec, resp);
-    if (!a || !reported_limit(resp)) return vote::error;
-    return a->elements[0].as_integer() == 1 ? vote::yes : vote::no;
-}
-
-std::optional<std::int64_t> reported_limit(const response& resp)
-{
-    const auto* a = answer({}, resp);
-    if (!a) return std::nullopt;
-    auto limit = a->elements.back().as_integer();
+    if (resp.size() != 1 || resp[0].data_type != resp::type::array || resp[0].elements.empty()) return std::nullopt;
+    const auto limit = resp[0].elements.back().as_integer();
     if (!limit || *limit < 0) return std::nullopt;
     return limit;
 }
 
-std::optional<std::chrono::milliseconds> wait_hint(const response& resp)
+}  // namespace
+
+acquire_answer read_acquire(error_code ec, const response& resp)
 {
-    const auto* a = answer({}, resp);
-    if (!a || a->elements[0].as_integer() != 0) return std::nullopt;
-    const auto wait = a->elements[1].as_integer();
-    if (!wait || *wait < 0) return std::nullopt;
-    return std::chrono::milliseconds(*wait);
+    acquire_answer a;
+    if (ec || resp.size() != 1 || resp[0].data_type != resp::type::array) return a;
+    const auto& e = resp[0].elements;
+    a.limit = limit_in(resp);
+    if (!a.limit) return a;
+    if (e.size() == 3 && e[0].as_integer() == 1) {  // {1, units held, limit}
+        a.verdict = vote::yes;
+    } else if (e.size() == 4 && e[0].as_integer() == 0) {  // {0, wait, units held, limit}
+        a.verdict = vote::no;
+        if (const auto wait = e[1].as_integer(); wait && *wait >= 0) a.wait = std::chrono::milliseconds(*wait);
+    }
+    return a;
+}
+
+acquire_answer read_fair_acquire(error_code ec, const response& resp)
+{
+    auto a = read_queue_answer(ec, resp);
+    if (a.verdict == vote::error) return a;  // else resp is one array, as read_queue_answer checked
+    a.limit = limit_in(resp);
+    // {1, "0", ticket counter, limit} or {0, wait, ticket counter, ticket, limit}: the queue's answer and the limit.
+    const auto size = a.verdict == vote::yes ? 4u : 5u;
+    if (!a.limit || resp[0].elements.size() != size) a.verdict = vote::error;
+    return a;
 }
 
 vote classify_extend(error_code ec, const response& resp)

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "primitives/common/lease_protocol.hpp"
+#include "primitives/common/lock_kind.hpp"
 #include "quorum/tally.hpp"
 
 #include <redlock/request.hpp>
@@ -63,12 +64,11 @@ request set_limit_request(const std::string& name, std::int64_t limit, std::stri
 /// GET of the limit, TIME, ZCARD of the queue.
 request inspect_request(const std::string& name, std::chrono::milliseconds node_timeout);
 
-/// Granted or refused, by either acquire (a well-formed array), or failed.
-vote classify_acquire(error_code ec, const response& resp);
-/// The limit a node reported in its answer to either acquire.
-std::optional<std::int64_t> reported_limit(const response& resp);
-/// From a refusal of either acquire: when to look again without a message.
-std::optional<std::chrono::milliseconds> wait_hint(const response& resp);
+/// The semaphore's acquire answers: {1, units held, limit} granted; {0, ms until enough permits expire (-1: never),
+/// units held, limit} refused. A node's stored limit rides on both.
+acquire_answer read_acquire(error_code ec, const response& resp);
+/// The fair semaphore's: a fair queue's answer (read_queue_answer) with the node's limit appended.
+acquire_answer read_fair_acquire(error_code ec, const response& resp);
 /// extend(): yes when it answered a positive ttl, no for 0.
 vote classify_extend(error_code ec, const response& resp);
 std::optional<std::chrono::milliseconds> extended_for(const response& resp);

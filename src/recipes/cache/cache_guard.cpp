@@ -2,7 +2,6 @@
 // refreshes (logical expiry, XFetch). Every coroutine here runs on the guard's strand.
 #include "common/completion.hpp"
 #include "primitives/common/client_impl.hpp"
-#include "primitives/mutex/lock_call.hpp"
 #include "recipes/cache/cache_entry.hpp"
 #include "recipes/cache/cache_policy.hpp"
 #include "recipes/cache/cache_store.hpp"
@@ -57,8 +56,8 @@ lock_options rebuild_lock_options(const cache_options& o)
     return lock;
 }
 
-std::string invalid_arguments(const client_impl& locks, const node* store, const std::string& key,
-                              const cache_loader& loader, const cache_options& o)
+std::string invalid_arguments(const node* store, const std::string& key, const cache_loader& loader,
+                              const cache_options& o)
 {
     if (!store) return "the cache guard has no store";
     if (key.empty()) return "the cache key is empty";
@@ -70,9 +69,7 @@ std::string invalid_arguments(const client_impl& locks, const node* store, const
     if (!(o.ttl_jitter >= 0.0 && o.ttl_jitter < 1.0)) return "ttl_jitter must be in [0, 1)";
     if (!(o.xfetch_beta >= 0.0) || std::isinf(o.xfetch_beta)) return "xfetch_beta must be a finite number >= 0";
     if (o.load_timeout <= ms(0)) return "load_timeout must be positive";
-    // The lock's own checks do not depend on the key (ours is never empty): one fixed key, no allocation per hit.
-    static const std::vector<std::string> a_rebuild_key{rebuild_key("k")};
-    return detail::invalid_arguments(locks, a_rebuild_key, rebuild_lock_options(o), {});
+    return rebuild_lock_options(o).invalid();
 }
 
 // The value in `stored` (whose entry is `entry`), without copying its bytes; nullopt for a null marker.
@@ -379,7 +376,7 @@ asio::awaitable<std::tuple<error_code, std::optional<std::string>>> get_or_load(
     // Leaving a wait changes nothing for the other waiters: every cancellation type is safe.
     co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
     if (diag) diag->clear();
-    if (auto why = invalid_arguments(*impl->locks(), impl->store().get(), key, loader, o); !why.empty()) {
+    if (auto why = invalid_arguments(impl->store().get(), key, loader, o); !why.empty()) {
         if (diag) access::set_client_message(*diag, std::move(why));
         co_return result{make_error_code(error::invalid_argument), std::nullopt};
     }

@@ -1,6 +1,7 @@
 // The arithmetic of fencing tokens and how the fenced scripts' replies are read, without a server.
-#include "primitives/mutex/fencing.hpp"
-#include "primitives/mutex/lock_scripts.hpp"
+#include "primitives/common/fencing.hpp"
+#include "primitives/common/token_lease.hpp"
+#include "primitives/mutex/plain_scripts.hpp"
 
 #include <redlock/fenced_write.hpp>
 
@@ -12,7 +13,8 @@ using redlock::error;
 using redlock::detail::fence_maximum;
 using redlock::detail::parse_fence;
 using redlock::detail::vote;
-namespace scripts = redlock::detail::lock_scripts;
+namespace plain = redlock::detail::plain_scripts;
+namespace token_lease = redlock::detail::token_lease;
 namespace resp = redlock::resp;
 using redlock::test::array;
 using redlock::test::bulk;
@@ -47,19 +49,19 @@ BOOST_AUTO_TEST_CASE(the_next_token_is_one_above_the_highest_counter)
 BOOST_AUTO_TEST_CASE(fenced_grants_refusals_and_failures_are_told_apart)
 {
     const auto granted = reply(array({integer(1), bulk("17")}));
-    BOOST_TEST((scripts::classify_acquire({}, granted) == vote::yes));
-    BOOST_TEST((scripts::granted_fence(granted) == 17u));
-    BOOST_TEST((scripts::classify_acquire({}, reply(integer(-1500))) == vote::no));
-    BOOST_TEST(scripts::holder_ttl(reply(integer(-1500)))->count() == 1500);
-    BOOST_TEST((scripts::classify_acquire({}, reply(array({integer(1), bulk("x")}))) == vote::error));
-    BOOST_TEST((scripts::classify_acquire({}, reply(array({integer(2), bulk("1")}))) == vote::error));
-    BOOST_TEST((scripts::classify_acquire(make_error_code(error::timeout), granted) == vote::error));
-    BOOST_TEST(!scripts::granted_fence(reply(integer(1))).has_value());  // a plain grant has no counter
+    BOOST_TEST((plain::read_acquire({}, granted).verdict == vote::yes));
+    BOOST_TEST((plain::read_acquire({}, granted).fence == 17u));
+    BOOST_TEST((plain::read_acquire({}, reply(integer(-1500))).verdict == vote::no));
+    BOOST_TEST(plain::read_acquire({}, reply(integer(-1500))).wait->count() == 1500);
+    BOOST_TEST((plain::read_acquire({}, reply(array({integer(1), bulk("x")}))).verdict == vote::error));
+    BOOST_TEST((plain::read_acquire({}, reply(array({integer(2), bulk("1")}))).verdict == vote::error));
+    BOOST_TEST((plain::read_acquire(make_error_code(error::timeout), granted).verdict == vote::error));
+    BOOST_TEST(!plain::read_acquire({}, reply(integer(1))).fence.has_value());  // a plain grant has no counter
 
-    BOOST_TEST((scripts::classify_commit({}, reply(integer(1))) == vote::yes));
-    BOOST_TEST((scripts::classify_commit({}, reply(integer(0))) == vote::no));   // not ours any more
-    BOOST_TEST((scripts::classify_commit({}, reply(integer(-1))) == vote::no));  // another commit got there first
-    BOOST_TEST((scripts::classify_commit(make_error_code(error::server_error), reply(integer(1))) == vote::error));
+    BOOST_TEST((token_lease::classify_commit({}, reply(integer(1))) == vote::yes));
+    BOOST_TEST((token_lease::classify_commit({}, reply(integer(0))) == vote::no));   // not ours any more
+    BOOST_TEST((token_lease::classify_commit({}, reply(integer(-1))) == vote::no));  // another commit got there first
+    BOOST_TEST((token_lease::classify_commit(make_error_code(error::server_error), reply(integer(1))) == vote::error));
 }
 
 BOOST_AUTO_TEST_CASE(fenced_write_outcomes)

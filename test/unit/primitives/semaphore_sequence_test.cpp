@@ -307,24 +307,26 @@ BOOST_AUTO_TEST_CASE(the_scripts_replies_read_as_votes_limits_and_hints)
         return r;
     };
     // Plain and fair grants and refusals; the limit is the last element.
-    BOOST_TEST((scripts::classify_acquire({}, one(granted(3))) == detail::vote::yes));
-    BOOST_TEST((scripts::classify_acquire({}, one(refused(3))) == detail::vote::no));
-    BOOST_TEST((scripts::classify_acquire({}, one(array({integer(1), bulk("0"), bulk("7"), integer(5)}))) ==
-                detail::vote::yes));
-    BOOST_TEST((scripts::classify_acquire(
-                    {}, one(array({integer(0), integer(10), bulk("7"), bulk("3"), integer(5)}))) == detail::vote::no));
-    BOOST_TEST(scripts::reported_limit(one(granted(3))).value_or(-1) == 3);
-    BOOST_TEST(
-        scripts::reported_limit(one(array({integer(0), integer(10), bulk("7"), bulk("3"), integer(5)}))).value_or(-1) ==
-        5);
-    BOOST_TEST(scripts::wait_hint(one(refused(3))).value_or(-1ms) == 60'000ms);
-    BOOST_TEST(!scripts::wait_hint(one(array({integer(0), integer(-1), integer(3), integer(2)}))));  // n > limit
-    BOOST_TEST(!scripts::wait_hint(one(granted(3))));
-    // Malformed: a vote of its own, never a grant.
-    BOOST_TEST((scripts::classify_acquire({}, one(integer(1))) == detail::vote::error));
-    BOOST_TEST((scripts::classify_acquire({}, one(array({integer(1), integer(1)}))) == detail::vote::error));
-    BOOST_TEST((scripts::classify_acquire({}, one(array({integer(1), integer(1), bulk("x")}))) == detail::vote::error));
-    BOOST_TEST((scripts::classify_acquire(make_error_code(error::timeout), one(granted(3))) == detail::vote::error));
+    const auto plain = scripts::read_acquire;
+    const auto fair = scripts::read_fair_acquire;
+    BOOST_TEST((plain({}, one(granted(3))).verdict == detail::vote::yes));
+    BOOST_TEST((plain({}, one(refused(3))).verdict == detail::vote::no));
+    BOOST_TEST((fair({}, one(array({integer(1), bulk("0"), bulk("7"), integer(5)}))).verdict == detail::vote::yes));
+    const auto fair_refusal = one(array({integer(0), integer(10), bulk("7"), bulk("3"), integer(5)}));
+    BOOST_TEST((fair({}, fair_refusal).verdict == detail::vote::no));
+    BOOST_TEST(plain({}, one(granted(3))).limit.value_or(-1) == 3);
+    BOOST_TEST(fair({}, fair_refusal).limit.value_or(-1) == 5);
+    BOOST_TEST(fair({}, fair_refusal).ticket_counter.value_or(0) == 7u);
+    BOOST_TEST(fair({}, fair_refusal).ticket.value_or(0) == 3u);
+    BOOST_TEST(plain({}, one(refused(3))).wait.value_or(-1ms) == 60'000ms);
+    BOOST_TEST(!plain({}, one(array({integer(0), integer(-1), integer(3), integer(2)}))).wait);  // n > limit
+    BOOST_TEST(!plain({}, one(granted(3))).wait);
+    // Malformed: a vote of its own, never a grant; and no fair reply reads as a plain one.
+    BOOST_TEST((plain({}, one(integer(1))).verdict == detail::vote::error));
+    BOOST_TEST((plain({}, one(array({integer(1), integer(1)}))).verdict == detail::vote::error));
+    BOOST_TEST((plain({}, one(array({integer(1), integer(1), bulk("x")}))).verdict == detail::vote::error));
+    BOOST_TEST((plain(make_error_code(error::timeout), one(granted(3))).verdict == detail::vote::error));
+    BOOST_TEST((fair({}, one(granted(3))).verdict == detail::vote::error));
     // Extend: the ttl it gave (server time), or 0 when the permit is not held there.
     BOOST_TEST((scripts::classify_extend({}, one(integer(2000))) == detail::vote::yes));
     BOOST_TEST(scripts::extended_for(one(integer(2000))).value_or(0ms) == 2000ms);

@@ -1,4 +1,4 @@
-// The arithmetic of fencing tokens, as pure functions.
+// Fencing tokens: what an acquire does with the counters, and their arithmetic, as pure functions.
 #pragma once
 
 #include <charconv>
@@ -7,6 +7,27 @@
 #include <string_view>
 
 namespace redlock::detail {
+
+/// What an acquire does with the fence counters (DESIGN.md, "Fencing tokens").
+enum class fence_step {
+    none,       ///< no fencing, and every extension
+    read,       ///< phase 1 over N nodes: the counters as they are, to commit 1 + the highest (phase 2)
+    increment,  ///< one node: the token in the acquire's own round trip
+};
+
+/// How a script is told the fence step (an ARGV): "none", "read" or "increment".
+constexpr const char* fence_step_name(fence_step step) noexcept
+{
+    switch (step) {
+        case fence_step::read:
+            return "read";
+        case fence_step::increment:
+            return "increment";
+        case fence_step::none:
+            break;
+    }
+    return "none";
+}
 
 /// A fence counter as Redis stores it: decimal digits, no sign, no leading zero, at most 2^63 - 1 (INCR's
 /// range). Anything else is nullopt.

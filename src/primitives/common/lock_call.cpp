@@ -1,8 +1,9 @@
 #include "primitives/common/decisions.hpp"
+#include "primitives/common/fair_attempts.hpp"
 #include "primitives/common/lease_state.hpp"
+#include "primitives/common/lock_call.hpp"
+#include "primitives/common/token_lease.hpp"
 #include "primitives/common/validity.hpp"
-#include "primitives/mutex/fencing.hpp"
-#include "primitives/mutex/lock_call.hpp"
 
 #include <redlock/detail/access.hpp>
 #include <redlock/key_layout.hpp>
@@ -24,7 +25,7 @@ void lock_call::release_attempt(std::uint64_t n, const fan_out_state& attempt) c
     if (maybe_granted.empty()) return;
     client->nodes().send_to(
         maybe_granted,
-        std::make_shared<const request>(clean_up(lease, clean_up_id(lease.token, n), options.node_timeout)),
+        std::make_shared<const request>(kind->clean_up(lease, clean_up_id(lease.token, n), options.node_timeout)),
         lease.routing_key());
 }
 
@@ -33,10 +34,11 @@ asio::awaitable<std::shared_ptr<fan_out_state>> fan_out_acquire(std::shared_ptr<
 {
     auto& nodes = call->client->nodes();
     const auto deadline = clock::now() + acquire->timeout() + node_set::backstop_margin;
-    auto result = co_await nodes.fan_out(acquire, call->lease.routing_key(), call->classify, call->quorum, wait_for);
+    const auto& kind = *call->kind;
+    auto result = co_await nodes.fan_out(acquire, call->lease.routing_key(), kind.vote, call->quorum, wait_for);
     // Each pass waits for answers the new quorum still needs; answers only accumulate, so it ends.
-    while (call->quorum_from && !result->cancelled && !result->expired) {
-        const auto q = call->quorum_from(*call, *result);
+    while (kind.quorum_from && !result->cancelled && !result->expired) {
+        const auto q = kind.quorum_from(*call, *result);
         if (q == result->tally.quorum()) break;
         result->tally.set_quorum(q);
         result = co_await node_set::outcome(std::move(result), wait_for, deadline);
@@ -68,43 +70,22 @@ std::string invalid_arguments(const client_impl& client, const std::vector<std::
     if (keys.empty()) return "no key to lock";
     for (const auto& key : keys)
         if (key.empty()) return "a lock key is empty";
-    if (o.ttl <= ms(0)) return "ttl must be positive";
-    if (o.ttl > lock_options::max_ttl) return "ttl must be at most 30 days (lock_options::max_ttl); use the watchdog";
-    if (o.wait < ms(0)) return "wait must not be negative";
-    if (o.node_timeout < ms(0) || o.node_timeout >= o.ttl) return "node_timeout must be in [0, ttl)";
-    if (o.retry_delay < ms(0) || o.retry_jitter < ms(0)) return "retry_delay and retry_jitter must not be negative";
-    if (!(o.drift_factor >= 0.0 && o.drift_factor < 0.5)) return "drift_factor must be in [0, 0.5)";
-    if (drift(o.ttl, o.drift_factor) >= o.ttl) return "ttl is too short for the clock drift allowance";
-    if (o.min_validity < ms(0) || o.min_validity >= o.ttl) return "min_validity must be in [0, ttl)";
-    const auto validity = o.ttl - std::chrono::duration_cast<ms>(drift(o.ttl, o.drift_factor));
-    if (o.extend_interval < ms(0) || o.extend_interval >= validity)
-        return "extend_interval must be in [0, ttl - drift): the watchdog would extend too late";
-    if (o.watchdog && o.extend_interval == ms(0) && o.ttl / 3 >= validity)
-        return "ttl is too short for the watchdog: ttl / 3 must be below the validity (ttl - drift)";
-    if (o.max_hold < ms(0)) return "max_hold must not be negative";
+    if (auto why = o.invalid(); !why.empty()) return why;
     if (o.fair || !owner.empty()) {
         if (keys.size() != 1) return "a fair or reentrant lock has exactly one key";
         if (o.fair && !owner.empty()) return "a lock is fair or reentrant, not both";
     }
-    if (o.fair && (o.waiter_ttl < ms(100) || o.waiter_ttl > std::chrono::hours(1)))
-        return "waiter_ttl must be in [100 ms, 1 h]";
-    // The heartbeat budget. A fair waiter heartbeats on a node when its attempt's script runs there: at s, between
-    // the request leaving (t) and a node timeout T later (or never: that node has its place again at the next
-    // heartbeat that reaches it). The attempt answers by t + T. The next one leaves at most waiter_ttl / 3 after
-    // that answer (acquire_loop: the pause and the wait for subscriptions together; a queued waiter skips the
-    // client's attempt gate, where other waiters' attempts could hold it any time), and runs on the node by T later.
-    // So heartbeats come at most T + waiter_ttl / 3 + T apart, below waiter_ttl iff waiter_ttl > 3 T. (A first
-    // attempt over N nodes sends two requests, the ticket's first: it heartbeats with the second, and joins with it.)
-    if (o.fair && 3 * (o.node_timeout > ms(0) ? o.node_timeout : default_node_timeout(o.ttl)) >= o.waiter_ttl)
-        return "waiter_ttl must be above 3 node timeouts (a fair waiter's heartbeats come up to waiter_ttl / 3 plus "
-               "two node timeouts apart)";
     return {};
 }
 
-acquire_plan make_plan(const std::vector<std::string>& keys, const lock_options& o, bool one_attempt)
+namespace {
+
+// When the call gives up, and how it sleeps between attempts.
+acquire_plan make_plan(const lock_call& call, bool one_attempt)
 {
+    const auto& o = call.options;
     acquire_plan plan;
-    for (const auto& key : keys) {
+    for (const auto& key : call.lease.keys) {
         plan.gate_id.append(key).push_back('\0');
         plan.channels.push_back(release_channel(key));
     }
@@ -116,49 +97,81 @@ acquire_plan make_plan(const std::vector<std::string>& keys, const lock_options&
                                                      : now + o.wait;
     plan.retry_delay = o.retry_delay;
     plan.retry_jitter = o.retry_jitter;
+    if (call.kind->fair()) fair_plan(call, plan);
     return plan;
 }
 
-const lease_protocol& mutex_protocol()
+}  // namespace
+
+std::shared_ptr<lock_call> make_call(std::shared_ptr<client_impl> client, const lock_kind& kind, lease_spec lease,
+                                     lock_options o, std::size_t quorum, diagnostics* diag)
 {
-    static const lease_protocol p{
-        .extend = lock_scripts::extend_request,
-        .extended = lock_scripts::classify_extend,
-        .release = lock_scripts::release_request,
-        .released = lock_scripts::classify_release,
-        .repair =
-            [](const lease_spec& lease, ms ttl, ms node_timeout) {
-                return lock_scripts::acquire_request(lease.keys, lease.token, ttl, node_timeout);  // no fencing step
-            },
-        .needs_repair = lock_scripts::lost_key,
-        .extend_batch = lock_scripts::extend_batch_request,
-    };
-    return p;
+    auto call = std::make_shared<lock_call>();
+    if (o.node_timeout == ms(0)) o.node_timeout = default_node_timeout(o.ttl);
+    call->fence = !o.fencing                    ? fence_step::none
+                  : client->nodes().size() == 1 ? fence_step::increment
+                                                : fence_step::read;
+    call->client = std::move(client);
+    call->kind = &kind;
+    call->lease = std::move(lease);
+    call->options = o;
+    call->quorum = quorum;
+    call->diag = diag;
+    return call;
+}
+
+asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> run_call(std::shared_ptr<const lock_call> call,
+                                                                               bool one_attempt)
+{
+    // Named, not temporaries inside the co_await: g++ 12 destroys such temporaries twice (a shared_ptr released
+    // twice showed it).
+    const bool waits = !one_attempt && call->options.wait > ms(0);
+    auto plan = make_plan(*call, one_attempt);
+    auto attempts = call->kind->attempts(call, waits);
+    auto outcome = co_await acquire_loop(call->client, std::move(plan), std::move(attempts), call->diag);
+    if (std::get<0>(outcome) && call->kind->fair() && waits) leave_queue(*call);  // a try never joined
+    co_return outcome;
 }
 
 namespace {
 
-std::optional<ms> shortest_holder_ttl(const lock_call& call, const fan_out_state& result)
+// Each answered node's answer to an attempt, read once.
+using answers = std::vector<std::optional<acquire_answer>>;
+
+answers read_answers(const lock_kind& kind, const fan_out_state& result)
 {
-    std::optional<ms> shortest;
-    for (std::size_t i = 0; i < result.replies.size(); ++i) {
-        if (!result.answered(i) || result.votes[i] != vote::no) continue;
-        if (auto t = call.holder_ttl(result.replies[i]); t && (!shortest || *t < *shortest)) shortest = t;
-    }
-    return shortest;
+    answers out(result.replies.size());
+    for (std::size_t i = 0; i < out.size(); ++i)
+        if (result.answered(i)) out[i] = kind.read_answer(*result.results[i], result.replies[i]);
+    return out;
+}
+
+// The answers of the nodes that voted `v`, and that said what `field` reads.
+template <class T, class Field>
+std::vector<T> reported(const answers& all, vote v, Field field)
+{
+    std::vector<T> out;
+    for (const auto& a : all)
+        if (a && a->verdict == v)
+            if (const auto& value = (*a).*field) out.push_back(*value);
+    return out;
+}
+
+std::optional<ms> shortest_wait(const answers& all)
+{
+    const auto waits = reported<ms>(all, vote::no, &acquire_answer::wait);
+    if (waits.empty()) return std::nullopt;
+    return *std::min_element(waits.begin(), waits.end());
 }
 
 // The token committed to a reentrant owner's holds that a quorum of the granting nodes report alike, or 0. Such a
 // token was committed on a quorum: no other holder can commit it (its quorum would meet ours in a node whose
 // counter the commit raised), and every later grant reads a counter at or above it. A token reported by fewer
 // nodes may be a commit that failed (it reached a minority), and reusing it could give two holders one token.
-std::uint64_t committed_on_quorum(const lock_call& call, const fan_out_state& grants, std::size_t quorum)
+std::uint64_t committed_on_quorum(const answers& all, std::size_t quorum)
 {
-    std::vector<std::uint64_t> committed;
-    for (std::size_t i = 0; i < grants.replies.size(); ++i) {
-        if (!grants.answered(i) || grants.votes[i] != vote::yes) continue;
-        if (auto t = call.committed_fence(grants.replies[i]); t && *t > 0) committed.push_back(*t);
-    }
+    auto committed = reported<std::uint64_t>(all, vote::yes, &acquire_answer::committed);
+    std::erase(committed, 0);
     std::sort(committed.begin(), committed.end(), std::greater<>());
     for (std::size_t i = 0; i < committed.size();) {
         std::size_t same = 1;
@@ -176,26 +189,22 @@ std::uint64_t committed_on_quorum(const lock_call& call, const fan_out_state& gr
 // keeps the token committed to its owner's holds when a quorum reports it (committed_on_quorum); a hold without
 // one (the owner's first hold was taken without fencing, or has not committed yet) commits a token of its own,
 // never the counter as it stands, which may be an earlier owner's.
-asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(const lock_call& call, const fan_out_state& grants,
+asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(const lock_call& call, const answers& granted,
                                                                    clock::time_point until)
 {
     auto& nodes = call.client->nodes();
-    if (call.committed_fence)
-        if (const auto held = committed_on_quorum(call, grants, nodes.majority()); held > 0)
-            co_return std::tuple{error_code{}, held};
+    if (const auto held = committed_on_quorum(granted, nodes.majority()); held > 0)
+        co_return std::tuple{error_code{}, held};
     fence_maximum highest;
-    for (std::size_t i = 0; i < grants.replies.size(); ++i) {
-        if (!grants.answered(i) || grants.votes[i] != vote::yes) continue;
-        if (const auto counter = call.fence_of(grants.replies[i])) highest.add(*counter);
-    }
+    for (const auto counter : reported<std::uint64_t>(granted, vote::yes, &acquire_answer::fence)) highest.add(counter);
     if (nodes.size() == 1) {  // the acquire script incremented the counter: its value is the token
         if (highest.highest() == 0) co_return std::tuple{make_error_code(error::protocol_error), std::uint64_t{0}};
         co_return std::tuple{error_code{}, highest.highest()};
     }
 
     const auto fence = highest.next();
-    auto commit = std::make_shared<const request>(call.commit(call.lease, fence, call.options.node_timeout));
-    auto result = co_await nodes.fan_out(commit, call.lease.routing_key(), lock_scripts::classify_commit,
+    auto commit = std::make_shared<const request>(call.kind->commit(call.lease, fence, call.options.node_timeout));
+    auto result = co_await nodes.fan_out(commit, call.lease.routing_key(), token_lease::classify_commit,
                                          nodes.majority(), until::decided, until);
     if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted), std::uint64_t{0}};
     const auto failure = decide_commit(result->tally, result->expired, until - clock::now(), call.options.min_validity);
@@ -216,6 +225,7 @@ asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call
 {
     auto& nodes = call->client->nodes();
     const auto& o = call->options;
+    const auto& kind = *call->kind;
     attempt_result out;
     if (result->cancelled) {
         call->release_attempt(n, *result);  // a node may have granted already, or may still
@@ -227,9 +237,10 @@ asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call
     out.failure = result->expired && result->tally.decide() == quorum_tally::decision::pending
                       ? make_error_code(error::no_quorum)  // nodes that ignored their deadline
                       : decide_acquire(result->tally, until - clock::now(), o.min_validity);
+    const auto answered = read_answers(kind, *result);
     out.refused = result->tally.no() > 0;
-    out.holder_ttl = shortest_holder_ttl(*call, *result);
-    std::string beyond_reach = out.failure && call->beyond_reach ? call->beyond_reach(*call, *result) : "";
+    out.holder_ttl = shortest_wait(answered);
+    std::string beyond_reach = out.failure && kind.beyond_reach ? kind.beyond_reach(*call, *result) : "";
     if (!beyond_reach.empty()) {
         out.failure = make_error_code(error::exceeds_limit);
         out.conclusive = true;
@@ -245,7 +256,7 @@ asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call
                              : tally_text(result->tally, "granted", "refused"));
     }
     std::uint64_t fence = 0;
-    if (!out.failure && o.fencing) std::tie(out.failure, fence) = co_await issue_fence(*call, *result, until);
+    if (!out.failure && o.fencing) std::tie(out.failure, fence) = co_await issue_fence(*call, answered, until);
     if (out.failure) {
         call->release_attempt(n, *result);  // a late grant may still land on the silent nodes
         for (std::size_t i = 0; i < result->votes.size(); ++i)
@@ -254,7 +265,7 @@ asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call
     }
     lease_timing timing{o.ttl, o.drift_factor, o.watchdog, o.extend_interval, o.max_hold, o.node_timeout};
     // The lease keeps the quorum it was granted with.
-    out.granted = std::make_shared<lease_state>(call->client, *call->protocol, call->lease, result->tally.quorum(),
+    out.granted = std::make_shared<lease_state>(call->client, *kind.protocol, call->lease, result->tally.quorum(),
                                                 timing, fence, start, until);
     out.granted->start();
     co_return out;
