@@ -1,4 +1,5 @@
 #include "common/completion.hpp"
+#include "common/waiter_list.hpp"
 #include "connection/multiplexer.hpp"
 #include "connection/server_version.hpp"
 
@@ -62,7 +63,8 @@ public:
           health_timer_(strand_),
           backoff_timer_(strand_),
           connect_timer_(strand_),
-          deadline_timer_(strand_)
+          deadline_timer_(strand_),
+          connect_waiters_(strand_, asio::cancellation_type::terminal)
     {}
 
     strand_type& strand() noexcept { return strand_; }
@@ -118,12 +120,6 @@ public:
     void note_confirmation(const pubsub_call& call, const resp::value& push);
 
 private:
-    struct connect_waiter {
-        diagnostics* diag;
-        pending_completion<> completion;
-        std::uint64_t id;
-    };
-
     static asio::awaitable<void> run(std::shared_ptr<connection_impl> self) { co_await self->run_loop(); }
     asio::awaitable<void> run_loop();
     asio::awaitable<error_code> connect_once(diagnostics& diag);
@@ -164,9 +160,8 @@ private:
     void on_deadline_timer();
     std::uint64_t connect_generation_ = 0;
     bool connect_timed_out_ = false;
-    std::vector<connect_waiter> connect_waiters_;
+    waiter_list<> connect_waiters_;  // async_connect calls waiting for the end of an attempt
     std::unordered_set<std::string> loaded_scripts_;  // SHAs loaded in this connection session
-    std::uint64_t next_waiter_id_ = 0;
     std::function<void(const resp::value&)> push_handler_;
     std::function<void(std::string_view, std::string_view)> message_handler_;
     std::set<std::string> subscribed_;                          // confirmed channels, restored on reconnect
@@ -404,31 +399,16 @@ void connection_impl::load_scripts(const request& req)
 
 void connection_impl::start_connect(diagnostics* diag, completion handler)
 {
-    asio::dispatch(strand_, [self = shared_from_this(), diag, handler = std::move(handler)]() mutable {
-        pending_completion<> done(std::move(handler), self->io_executor_);
+    pending_completion<> done(std::move(handler), io_executor_);
+    const auto id = connect_waiters_.watch(done, weak_from_this());
+    asio::dispatch(strand_, [self = shared_from_this(), diag, id, done = std::move(done)]() mutable {
         const auto state = self->state();
         if (state == connection_state::closed) return done.complete(error::closed);
         if (state == connection_state::connected) {
             if (diag) diag->clear();
             return done.complete({});
         }
-        const auto id = self->next_waiter_id_++;
-        if (auto slot = done.slot(); slot.is_connected()) {
-            slot.assign([weak = std::weak_ptr(self), id](asio::cancellation_type_t type) {
-                if ((type & asio::cancellation_type::terminal) == asio::cancellation_type::none) return;
-                auto self = weak.lock();
-                if (!self) return;
-                asio::dispatch(self->strand_, [self, id] {
-                    auto& waiters = self->connect_waiters_;
-                    auto it = std::find_if(waiters.begin(), waiters.end(), [id](auto& w) { return w.id == id; });
-                    if (it == waiters.end()) return;
-                    auto completion = std::move(it->completion);
-                    waiters.erase(it);
-                    completion.complete(asio::error::operation_aborted);
-                });
-            });
-        }
-        self->connect_waiters_.push_back({diag, std::move(done), id});
+        self->connect_waiters_.add(id, std::move(done), diag);
         // Idle: never started. Disconnected without reconnect: the loop ended after a failure, and an explicit
         // connect is a new attempt (otherwise this waiter would wait for an attempt that never comes).
         if (state == connection_state::idle || (state == connection_state::disconnected && !self->config_.reconnect)) {
@@ -490,12 +470,7 @@ void connection_impl::close()
 
 void connection_impl::notify_connect_waiters(error_code ec, const diagnostics& diag)
 {
-    auto waiters = std::move(connect_waiters_);
-    connect_waiters_.clear();
-    for (auto& waiter : waiters) {
-        if (waiter.diag) *waiter.diag = diag;
-        waiter.completion.complete(ec);
-    }
+    connect_waiters_.complete_all(ec, [&diag](diagnostics& d) { d = diag; });
 }
 
 std::chrono::milliseconds connection_impl::next_backoff()
