@@ -2,7 +2,6 @@
 // cancellation, health checks, reconnection with backoff, EVALSHA with NOSCRIPT fallback, pushes.
 #pragma once
 
-#include <redlock/detail/transport.hpp>
 #include <redlock/diagnostics.hpp>
 #include <redlock/error.hpp>
 #include <redlock/node_config.hpp>
@@ -48,6 +47,7 @@ enum class connection_state {
 };
 
 namespace detail {
+struct access;
 class connection_impl;
 using completion = boost::asio::any_completion_handler<void(error_code)>;
 void start_connect(const std::shared_ptr<connection_impl>& impl, diagnostics* diag, completion handler);
@@ -64,8 +64,6 @@ public:
     using executor_type = boost::asio::any_io_executor;
 
     connection(executor_type ex, node_config config);
-    /// For tests and custom streams: `factory` makes the byte stream of each connection attempt.
-    connection(executor_type ex, node_config config, detail::transport_factory factory);
     /// Closes the connection; pending requests fail with error::closed. Never blocks.
     ~connection();
     connection(connection&&) noexcept;
@@ -189,6 +187,9 @@ public:
     usage get_usage() const noexcept;
 
 private:
+    friend struct detail::access;  // the library makes connections over other streams (tests)
+    explicit connection(std::shared_ptr<detail::connection_impl> impl) noexcept;
+
     std::shared_ptr<detail::connection_impl> impl_;
 };
 

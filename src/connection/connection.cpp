@@ -2,10 +2,11 @@
 #include "common/waiter_list.hpp"
 #include "connection/multiplexer.hpp"
 #include "connection/server_version.hpp"
+#include "connection/transport.hpp"
 
 #include <redlock/connection.hpp>
 #include <redlock/detail/access.hpp>
-#include <redlock/resp/reader.hpp>
+#include "resp/reader.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -784,11 +785,17 @@ void start_pubsub(const std::shared_ptr<connection_impl>& impl, bool subscribe, 
 
 }  // namespace detail
 
-connection::connection(executor_type ex, node_config config) : connection(std::move(ex), std::move(config), {}) {}
+connection detail::make_connection(boost::asio::any_io_executor ex, node_config config, transport_factory factory)
+{
+    return access::make<connection>(
+        std::make_shared<connection_impl>(std::move(ex), std::move(config), std::move(factory)));
+}
 
-connection::connection(executor_type ex, node_config config, detail::transport_factory factory)
-    : impl_(std::make_shared<detail::connection_impl>(std::move(ex), std::move(config), std::move(factory)))
+connection::connection(executor_type ex, node_config config)
+    : impl_(std::make_shared<detail::connection_impl>(std::move(ex), std::move(config), nullptr))
 {}
+
+connection::connection(std::shared_ptr<detail::connection_impl> impl) noexcept : impl_(std::move(impl)) {}
 
 connection::~connection()
 {

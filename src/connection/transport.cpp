@@ -1,5 +1,5 @@
 #include <redlock/detail/access.hpp>
-#include <redlock/detail/transport.hpp>
+#include "connection/transport.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>

@@ -1,7 +1,9 @@
 // The connection over an in-memory stream (no server): 1-byte reads, a failure injected at every I/O step,
 // malformed replies, abandoned requests, silent peers, pushes, and every kind of completion token.
+#include "connection/transport.hpp"
+#include "resp/reader.hpp"
+
 #include <redlock/connection.hpp>
-#include <redlock/resp/reader.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -96,7 +98,7 @@ struct fake_node {
 
     redlock::connection make(redlock::node_config config = fast_config())
     {
-        return redlock::connection(ctx.get_executor(), std::move(config), [this](asio::any_io_executor ex) {
+        return redlock::detail::make_connection(ctx.get_executor(), std::move(config), [this](asio::any_io_executor ex) {
             auto peer = std::make_shared<beast::test::stream>(ex);
             std::optional<beast::test::stream> client;
             if (attempts++ == 0 && fail_at) {

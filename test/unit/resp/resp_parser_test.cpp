@@ -3,7 +3,7 @@
 
 #include <redlock/error.hpp>
 #include <redlock/resp/error.hpp>
-#include <redlock/resp/parser.hpp>
+#include "resp/parser.hpp"
 
 #include <boost/test/unit_test.hpp>
 

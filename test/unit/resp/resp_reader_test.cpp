@@ -3,7 +3,7 @@
 
 #include <redlock/error.hpp>
 #include <redlock/resp/error.hpp>
-#include <redlock/resp/reader.hpp>
+#include "resp/reader.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <redlock/resp/limits.hpp>
-#include <redlock/resp/parser.hpp>
+#include "resp/parser.hpp"
 #include <redlock/resp/value.hpp>
 
 #include <boost/system/error_code.hpp>
