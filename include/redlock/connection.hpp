@@ -7,6 +7,7 @@
 #include <redlock/node_config.hpp>
 #include <redlock/request.hpp>
 #include <redlock/response.hpp>
+#include <redlock/stats.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -21,21 +22,6 @@
 #include <vector>
 
 namespace redlock {
-
-/// Counters of one connection since it was created.
-struct usage {
-    std::uint64_t writes = 0;  ///< socket writes; coalescing makes this far smaller than requests
-    std::uint64_t bytes_written = 0;
-    std::uint64_t bytes_read = 0;
-    std::uint64_t requests = 0;            ///< requests written
-    std::uint64_t replies = 0;             ///< replies read (including those of abandoned requests)
-    std::uint64_t pushes = 0;              ///< server pushes read
-    std::uint64_t abandoned = 0;           ///< requests cancelled or timed out after they were written
-    std::uint64_t connects = 0;            ///< successful handshakes
-    std::uint64_t disconnects = 0;         ///< established connections that broke
-    std::uint64_t resubscribes = 0;        ///< channels subscribed again in the handshake of a reconnect
-    std::uint64_t subscribe_refusals = 0;  ///< channels the server refused (async_subscribe or a restore)
-};
 
 /// Where a connection stands in its life: connection::state().
 enum class connection_state {
