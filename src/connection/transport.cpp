@@ -1,5 +1,6 @@
-#include <redlock/detail/access.hpp>
 #include "connection/transport.hpp"
+
+#include <redlock/detail/access.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>

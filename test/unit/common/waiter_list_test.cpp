@@ -27,8 +27,7 @@ namespace {
 template <class... Ts>
 struct owner {
     owner(asio::io_context& ctx, asio::cancellation_type_t accepted)
-        : strand(redlock::detail::make_strand_of(ctx.get_executor())),
-          list(strand, accepted, [this] { ++last_left; })
+        : strand(redlock::detail::make_strand_of(ctx.get_executor())), list(strand, accepted, [this] { ++last_left; })
     {}
     redlock::detail::strand_type strand;
     waiter_list<Ts...> list;
@@ -54,10 +53,12 @@ void wait(asio::io_context& ctx, const std::shared_ptr<owner<>>& o, Handler hand
 void wait(asio::io_context& ctx, const std::shared_ptr<owner<>>& o, waiter_probe& p,
           redlock::diagnostics* diag = nullptr)
 {
-    wait(ctx, o, asio::bind_cancellation_slot(p.cancel.slot(), [&p](error_code ec) {
-             p.result = ec;
-             ++p.calls;
-         }),
+    wait(ctx, o,
+         asio::bind_cancellation_slot(p.cancel.slot(),
+                                      [&p](error_code ec) {
+                                          p.result = ec;
+                                          ++p.calls;
+                                      }),
          diag);
 }
 
@@ -69,8 +70,12 @@ BOOST_AUTO_TEST_CASE(complete_all_completes_every_waiter_once_in_order_never_inl
     auto o = std::make_shared<owner<>>(ctx, asio::cancellation_type::terminal);
     std::vector<int> order;
     redlock::diagnostics d1, d2;
-    for (int i = 0; i < 3; ++i) wait(ctx, o, [&order, i](error_code ec) { order.push_back(ec ? i : -1); },
-                                     i == 0 ? &d1 : i == 1 ? &d2 : nullptr);
+    for (int i = 0; i < 3; ++i)
+        wait(
+            ctx, o, [&order, i](error_code ec) { order.push_back(ec ? i : -1); },
+            i == 0   ? &d1
+            : i == 1 ? &d2
+                     : nullptr);
     ctx.poll();
     BOOST_TEST(o->list.size() == 3u);
     o->list.complete_all(error::closed, [](redlock::diagnostics& d) {
@@ -101,7 +106,7 @@ BOOST_AUTO_TEST_CASE(an_accepted_cancellation_takes_off_that_waiter_alone)
     BOOST_TEST((a.result == asio::error::operation_aborted));
     BOOST_TEST(!b.result.has_value());
     BOOST_TEST(o->list.size() == 1u);
-    BOOST_TEST(o->last_left == 0);  // b still waits
+    BOOST_TEST(o->last_left == 0);                     // b still waits
     a.cancel.emit(asio::cancellation_type::terminal);  // again, after it left: nothing
     o->list.complete_all(error_code{});
     ctx.poll();
