@@ -98,21 +98,22 @@ struct fake_node {
 
     redlock::connection make(redlock::node_config config = fast_config())
     {
-        return redlock::detail::make_connection(ctx.get_executor(), std::move(config), [this](asio::any_io_executor ex) {
-            auto peer = std::make_shared<beast::test::stream>(ex);
-            std::optional<beast::test::stream> client;
-            if (attempts++ == 0 && fail_at) {
-                fail = std::make_shared<beast::test::fail_count>(*fail_at);
-                client.emplace(ctx, *fail);
-            } else {
-                client.emplace(ex);
-            }
-            client->connect(*peer);
-            client->read_size(read_size);
-            peers.push_back(peer);
-            asio::co_spawn(ex, serve(peer, reply), [](std::exception_ptr) {});
-            return std::make_unique<stream_transport>(std::move(*client));
-        });
+        return redlock::detail::make_connection(ctx.get_executor(), std::move(config),
+                                                [this](asio::any_io_executor ex) {
+                                                    auto peer = std::make_shared<beast::test::stream>(ex);
+                                                    std::optional<beast::test::stream> client;
+                                                    if (attempts++ == 0 && fail_at) {
+                                                        fail = std::make_shared<beast::test::fail_count>(*fail_at);
+                                                        client.emplace(ctx, *fail);
+                                                    } else {
+                                                        client.emplace(ex);
+                                                    }
+                                                    client->connect(*peer);
+                                                    client->read_size(read_size);
+                                                    peers.push_back(peer);
+                                                    asio::co_spawn(ex, serve(peer, reply), [](std::exception_ptr) {});
+                                                    return std::make_unique<stream_transport>(std::move(*client));
+                                                });
     }
 
     static redlock::node_config fast_config()
@@ -601,6 +602,42 @@ BOOST_AUTO_TEST_CASE(requests_whose_replies_cannot_be_counted_are_refused_before
         auto [ec2] = co_await conn.async_unsubscribe(none, use_tuple);
         BOOST_TEST(ec2 == error::invalid_argument);
         BOOST_TEST(conn.get_usage().requests == 0u);
+        conn.close();
+    });
+}
+
+// The handshake of a reconnect restores the subscriptions in HELLO's round trip: this server answers HELLO only
+// once it has read the SUBSCRIBE, so a handshake that waited for HELLO's reply before subscribing would never
+// connect (each attempt would time out).
+BOOST_AUTO_TEST_CASE(a_reconnect_restores_subscriptions_in_the_round_trip_of_hello)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    node.read_size = 4096;
+    auto server = std::make_shared<pubsub_server>();
+    std::string held_hello;
+    node.reply = [server, &held_hello, &node](const std::vector<std::string>& cmd) -> std::string {
+        if (cmd[0] == "HELLO" && node.attempts > 1) {
+            held_hello = default_replies(cmd);
+            return {};
+        }
+        return std::exchange(held_hello, {}) + (*server)(cmd);
+    };
+    auto conn = node.make();
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect(asio::use_awaitable);
+        const std::vector<std::string> channels{"ch"};
+        co_await conn.async_subscribe(channels, asio::use_awaitable);
+        node.peers.back()->close();
+        asio::steady_timer wait(ctx);
+        for (int i = 0; i < 400 && conn.get_usage().connects < 2; ++i) {
+            wait.expires_after(5ms);
+            co_await wait.async_wait(use_tuple);
+        }
+        BOOST_TEST(conn.get_usage().connects == 2u);
+        BOOST_TEST(node.attempts == 2);  // no attempt timed out
+        BOOST_TEST(conn.get_usage().resubscribes == 1u);
+        BOOST_TEST(server->count("SUBSCRIBE", "ch") == 2u);
         conn.close();
     });
 }
