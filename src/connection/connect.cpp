@@ -6,15 +6,9 @@
 
 #include <redlock/detail/access.hpp>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
 namespace redlock::detail {
 
 namespace asio = boost::asio;
-namespace {
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-}
 
 asio::awaitable<error_code> connection_impl::connect_once(diagnostics& diag)
 {

@@ -1,15 +1,17 @@
 // The state of one connection, which its parts share. Each part is a file of its own and says why it exists:
+//   connection.cpp        the public class: a handle on this state
 //   run.cpp               the connection's life: attempts, serving, backoff between attempts, close, connect waiters
 //   connect.cpp           one attempt: the stream within connect_timeout, then the handshake in one round trip
 //   handshake.hpp         the handshake request and what its replies mean (pure)
 //   reader.cpp            the reader loop: every value read goes to its request or to the push handlers
 //   writer.cpp            the writer loop: every waiting request in one write
 //   health_check.cpp      PING when idle; a silent server ends the connection
-//   exec.hpp              async_exec, async_subscribe/unsubscribe: queueing, cancellation, NOSCRIPT fallback
+//   exec.hpp, exec.cpp    async_exec, async_subscribe/unsubscribe: queueing, cancellation, NOSCRIPT fallback
 //   request_deadlines.cpp one timer for the deadlines of every request in flight
 //   subscriptions.hpp     the channels to restore after a reconnect (pure)
 //   pushes.hpp            the user's push and message handlers
 //   multiplexer.hpp       which reply is whose (pure)
+//   transport.hpp         the byte stream: TCP, TLS, a unix socket (transport.cpp), or a test's
 // Everything here runs on the strand, except what is atomic (state, version, counters): getters read them from
 // any thread.
 #pragma once
@@ -25,8 +27,10 @@
 #include <redlock/connection.hpp>
 #include <redlock/stats.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -39,6 +43,8 @@
 namespace redlock::detail {
 
 using clock = std::chrono::steady_clock;
+/// How the connection's coroutines await: errors as values, never thrown.
+inline constexpr auto use_tuple = boost::asio::as_tuple(boost::asio::use_awaitable);
 
 class exec_op;
 

@@ -4,9 +4,6 @@
 #include "connection/connection_impl.hpp"
 #include "connection/exec.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
 #include <algorithm>
 
 namespace redlock::detail {
@@ -31,7 +28,7 @@ asio::awaitable<error_code> connection_impl::health_loop()
     const auto tick = std::max(std::chrono::milliseconds(10), std::min(interval, config_.health_check_timeout / 4));
     for (;;) {
         health_timer_.expires_after(tick);
-        auto [ec] = co_await health_timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+        auto [ec] = co_await health_timer_.async_wait(use_tuple);
         if (ec || state() != connection_state::connected) co_return stop_serving(error::closed);
         const auto now = clock::now();
         if (mpx_.awaiting_replies() > 0 && now - waiting_since_ > config_.health_check_timeout)

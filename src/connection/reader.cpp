@@ -3,9 +3,6 @@
 // out of step: the connection closes with protocol_error (and reopens).
 #include "connection/connection_impl.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
 #include <optional>
 
 namespace redlock::detail {
@@ -45,8 +42,7 @@ asio::awaitable<error_code> connection_impl::reader_loop()
         }
         if (ec) co_return stop_serving(error::protocol_error);
         auto space = reader_.prepare(16 * 1024);
-        auto [rec, n] = co_await async_read_some(*transport_, asio::buffer(space.data(), space.size()),
-                                                 asio::as_tuple(asio::use_awaitable));
+        auto [rec, n] = co_await async_read_some(*transport_, asio::buffer(space.data(), space.size()), use_tuple);
         if (rec) co_return stop_serving(state() == connection_state::closed ? make_error_code(error::closed) : rec);
         reader_.commit(n);
         waiting_since_ = clock::now();

@@ -5,11 +5,9 @@
 
 #include <redlock/detail/access.hpp>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
 #include <variant>
@@ -110,7 +108,7 @@ asio::awaitable<void> connection_impl::run_loop()
         subscriptions_.connection_lost();
         if (!config_.reconnect) co_return;
         backoff_timer_.expires_after(next_backoff());
-        co_await backoff_timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+        co_await backoff_timer_.async_wait(use_tuple);
     }
     if (transport_) transport_->close();
     mpx_.fail_all(error::closed, error::closed);

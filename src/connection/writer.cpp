@@ -2,9 +2,7 @@
 // concurrent requests typically leave in one or two), so callers never contend for the socket.
 #include "connection/connection_impl.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 namespace redlock::detail {
 
@@ -12,7 +10,6 @@ namespace asio = boost::asio;
 
 asio::awaitable<error_code> connection_impl::writer_loop()
 {
-    constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
     for (;;) {
         while (!mpx_.has_waiting()) {
             writer_wakeup_.expires_at(clock::time_point::max());
