@@ -28,6 +28,7 @@ using redlock::error;
 using redlock::error_code;
 using redlock::request;
 using redlock::response;
+using redlock::detail::make_connection;
 using redlock::test::run_coro;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
@@ -98,22 +99,21 @@ struct fake_node {
 
     redlock::connection make(redlock::node_config config = fast_config())
     {
-        return redlock::detail::make_connection(ctx.get_executor(), std::move(config),
-                                                [this](asio::any_io_executor ex) {
-                                                    auto peer = std::make_shared<beast::test::stream>(ex);
-                                                    std::optional<beast::test::stream> client;
-                                                    if (attempts++ == 0 && fail_at) {
-                                                        fail = std::make_shared<beast::test::fail_count>(*fail_at);
-                                                        client.emplace(ctx, *fail);
-                                                    } else {
-                                                        client.emplace(ex);
-                                                    }
-                                                    client->connect(*peer);
-                                                    client->read_size(read_size);
-                                                    peers.push_back(peer);
-                                                    asio::co_spawn(ex, serve(peer, reply), [](std::exception_ptr) {});
-                                                    return std::make_unique<stream_transport>(std::move(*client));
-                                                });
+        return make_connection(ctx.get_executor(), std::move(config), [this](asio::any_io_executor ex) {
+            auto peer = std::make_shared<beast::test::stream>(ex);
+            std::optional<beast::test::stream> client;
+            if (attempts++ == 0 && fail_at) {
+                fail = std::make_shared<beast::test::fail_count>(*fail_at);
+                client.emplace(ctx, *fail);
+            } else {
+                client.emplace(ex);
+            }
+            client->connect(*peer);
+            client->read_size(read_size);
+            peers.push_back(peer);
+            asio::co_spawn(ex, serve(peer, reply), [](std::exception_ptr) {});
+            return std::make_unique<stream_transport>(std::move(*client));
+        });
     }
 
     static redlock::node_config fast_config()
