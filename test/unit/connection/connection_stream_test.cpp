@@ -641,3 +641,36 @@ BOOST_AUTO_TEST_CASE(a_reconnect_restores_subscriptions_in_the_round_trip_of_hel
         conn.close();
     });
 }
+
+// async_connect waiters are cancelled one at a time: cancelling the first of two leaves the second waiting (the
+// waiters were a vector erased in place, and moving the second one in Asio 1.81 recursed until the stack ran out).
+BOOST_AUTO_TEST_CASE(cancelling_one_of_two_connect_waiters_leaves_the_other_waiting)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    node.reply = [](const std::vector<std::string>& cmd) {
+        return cmd[0] == "HELLO" ? std::string() : default_replies(cmd);  // the attempt hangs in the handshake
+    };
+    auto config = fake_node::fast_config();
+    config.connect_timeout = 5000ms;
+    auto conn = node.make(config);
+    asio::cancellation_signal cancel;
+    std::optional<error_code> first, second;
+    conn.async_connect(asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec) { first = ec; }));
+    conn.async_connect([&](error_code ec) { second = ec; });
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        asio::steady_timer wait(ctx, 30ms);
+        co_await wait.async_wait(asio::use_awaitable);
+        cancel.emit(asio::cancellation_type::terminal);
+        wait.expires_after(30ms);
+        co_await wait.async_wait(asio::use_awaitable);
+        BOOST_TEST((first == asio::error::operation_aborted));
+        BOOST_TEST(!second.has_value());
+        conn.close();
+        for (int i = 0; i < 200 && !second; ++i) {
+            wait.expires_after(5ms);
+            co_await wait.async_wait(use_tuple);
+        }
+        BOOST_TEST((second == error::closed));
+    });
+}
