@@ -2,12 +2,12 @@
 // cancellation, health checks, reconnection with backoff, EVALSHA with NOSCRIPT fallback, pushes.
 #pragma once
 
-#include <redlock/detail/transport.hpp>
 #include <redlock/diagnostics.hpp>
 #include <redlock/error.hpp>
 #include <redlock/node_config.hpp>
 #include <redlock/request.hpp>
 #include <redlock/response.hpp>
+#include <redlock/stats.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -23,21 +23,6 @@
 
 namespace redlock {
 
-/// Counters of one connection since it was created.
-struct usage {
-    std::uint64_t writes = 0;  ///< socket writes; coalescing makes this far smaller than requests
-    std::uint64_t bytes_written = 0;
-    std::uint64_t bytes_read = 0;
-    std::uint64_t requests = 0;            ///< requests written
-    std::uint64_t replies = 0;             ///< replies read (including those of abandoned requests)
-    std::uint64_t pushes = 0;              ///< server pushes read
-    std::uint64_t abandoned = 0;           ///< requests cancelled or timed out after they were written
-    std::uint64_t connects = 0;            ///< successful handshakes
-    std::uint64_t disconnects = 0;         ///< established connections that broke
-    std::uint64_t resubscribes = 0;        ///< channels subscribed again in the handshake of a reconnect
-    std::uint64_t subscribe_refusals = 0;  ///< channels the server refused (async_subscribe or a restore)
-};
-
 /// Where a connection stands in its life: connection::state().
 enum class connection_state {
     idle,        ///< async_connect was never called
@@ -48,6 +33,7 @@ enum class connection_state {
 };
 
 namespace detail {
+struct access;
 class connection_impl;
 using completion = boost::asio::any_completion_handler<void(error_code)>;
 void start_connect(const std::shared_ptr<connection_impl>& impl, diagnostics* diag, completion handler);
@@ -64,8 +50,6 @@ public:
     using executor_type = boost::asio::any_io_executor;
 
     connection(executor_type ex, node_config config);
-    /// For tests and custom streams: `factory` makes the byte stream of each connection attempt.
-    connection(executor_type ex, node_config config, detail::transport_factory factory);
     /// Closes the connection; pending requests fail with error::closed. Never blocks.
     ~connection();
     connection(connection&&) noexcept;
@@ -189,6 +173,9 @@ public:
     usage get_usage() const noexcept;
 
 private:
+    friend struct detail::access;  // the library makes connections over other streams (tests)
+    explicit connection(std::shared_ptr<detail::connection_impl> impl) noexcept;
+
     std::shared_ptr<detail::connection_impl> impl_;
 };
 

@@ -1,7 +1,6 @@
-// What a client has done so far, for dashboards and alerts: client::stats() and its Prometheus text.
+// What a client and its connections have done so far, for dashboards and alerts: client::stats() and its
+// Prometheus text, and one connection's own counters (connection::get_usage()).
 #pragma once
-
-#include <redlock/connection.hpp>
 
 #include <array>
 #include <chrono>
@@ -11,6 +10,21 @@
 #include <vector>
 
 namespace redlock {
+
+/// Counters of one connection since it was created: connection::get_usage(), and node_stats::connection.
+struct usage {
+    std::uint64_t writes = 0;  ///< socket writes; coalescing makes this far smaller than requests
+    std::uint64_t bytes_written = 0;
+    std::uint64_t bytes_read = 0;
+    std::uint64_t requests = 0;            ///< requests written
+    std::uint64_t replies = 0;             ///< replies read (including those of abandoned requests)
+    std::uint64_t pushes = 0;              ///< server pushes read
+    std::uint64_t abandoned = 0;           ///< requests cancelled or timed out after they were written
+    std::uint64_t connects = 0;            ///< successful handshakes
+    std::uint64_t disconnects = 0;         ///< established connections that broke
+    std::uint64_t resubscribes = 0;        ///< channels subscribed again in the handshake of a reconnect
+    std::uint64_t subscribe_refusals = 0;  ///< channels the server refused (async_subscribe or a restore)
+};
 
 /// A cumulative histogram with fixed bucket bounds, as Prometheus reads one.
 struct latency_histogram {

@@ -1,5 +1,6 @@
+#include "connection/transport.hpp"
+
 #include <redlock/detail/access.hpp>
-#include <redlock/detail/transport.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>

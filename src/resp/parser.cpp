@@ -1,4 +1,4 @@
-#include <redlock/resp/parser.hpp>
+#include "resp/parser.hpp"
 
 #include <cstdint>
 #include <limits>

@@ -1,4 +1,4 @@
-#include <redlock/resp/reader.hpp>
+#include "resp/reader.hpp"
 
 #include <algorithm>
 #include <string_view>

@@ -12,7 +12,8 @@
 //
 // Invariants checked: no crash, leak or UB; the same bytes give the same values and the same error whether
 // they arrive in one read or in the fuzzer's chunks; to_string() renders every value.
-#include <redlock/resp/reader.hpp>
+#include "resp/reader.hpp"
+
 #include <redlock/resp/value.hpp>
 
 #include <cstdint>

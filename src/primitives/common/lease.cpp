@@ -29,13 +29,7 @@ void start_wait_lost(const std::shared_ptr<lease_state>& state, diagnostics* dia
             .complete(asio::error::operation_aborted);
     }
     pending_completion<> waiter(std::move(handler), state->io_executor());
-    const auto id = state->next_waiter_id();
-    if (auto slot = waiter.slot(); slot.is_connected()) {
-        slot.assign([weak = std::weak_ptr(state), id](asio::cancellation_type_t type) {
-            if ((type & asio::cancellation_type::terminal) == asio::cancellation_type::none) return;
-            if (auto s = weak.lock()) asio::dispatch(s->strand(), [s, id] { s->cancel_wait(id); });
-        });
-    }
+    const auto id = state->loss_waiters().watch(waiter, state);
     asio::dispatch(state->strand(),
                    [state, id, diag, w = std::move(waiter)]() mutable { state->wait_lost(std::move(w), id, diag); });
 }

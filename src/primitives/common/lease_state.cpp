@@ -29,7 +29,8 @@ lease_state::lease_state(std::shared_ptr<client_impl> client, const lease_protoc
       fencing_token_(fencing_token),
       valid_until_(valid_until.time_since_epoch().count()),
       acquired_at_(granted_at),
-      granted_at_(granted_at)
+      granted_at_(granted_at),
+      loss_waiters_(client_->strand(), asio::cancellation_type::terminal)
 {}
 
 const std::shared_ptr<const request>& lease_state::extend_request()
@@ -308,16 +309,7 @@ void lease_state::wait_lost(pending_completion<> waiter, std::uint64_t id, diagn
         return waiter.complete(error::lost);
     }
     if (status_ == status::released) return waiter.complete(asio::error::operation_aborted);
-    lost_waiters_.push_back({id, std::move(waiter), diag});
-}
-
-void lease_state::cancel_wait(std::uint64_t id)
-{
-    auto it = std::find_if(lost_waiters_.begin(), lost_waiters_.end(), [id](auto& w) { return w.id == id; });
-    if (it == lost_waiters_.end()) return;
-    auto done = std::move(it->done);
-    lost_waiters_.erase(it);
-    done.complete(asio::error::operation_aborted);
+    loss_waiters_.add(id, std::move(waiter), diag);
 }
 
 void lease_state::declare_lost(std::string why)
@@ -334,12 +326,8 @@ void lease_state::declare_lost(std::string why)
 
 void lease_state::finish_waiters(error_code ec)
 {
-    auto waiters = std::move(lost_waiters_);
-    lost_waiters_.clear();
-    for (auto& w : waiters) {
-        if (w.diag && ec == error::lost) access::set_client_message(*w.diag, lost_why_);
-        w.done.complete(ec);
-    }
+    if (ec != error::lost) return loss_waiters_.complete_all(ec);
+    loss_waiters_.complete_all(ec, [this](diagnostics& d) { access::set_client_message(d, lost_why_); });
 }
 
 }  // namespace redlock::detail

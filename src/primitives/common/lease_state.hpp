@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/completion.hpp"
+#include "common/waiter_list.hpp"
 #include "primitives/common/client_impl.hpp"
 #include "primitives/common/lease_keeper.hpp"
 #include "primitives/common/lease_protocol.hpp"
@@ -70,9 +71,9 @@ public:
     // The operations own the state while they run: the lease may be destroyed meanwhile.
     static boost::asio::awaitable<std::tuple<error_code>> extend(std::shared_ptr<lease_state> self, diagnostics* diag);
     static boost::asio::awaitable<std::tuple<error_code>> release(std::shared_ptr<lease_state> self, diagnostics* diag);
+    /// async_wait_lost's waiters (terminal cancellation): watch() in the initiation, then wait_lost on the strand.
+    waiter_list<>& loss_waiters() noexcept { return loss_waiters_; }
     void wait_lost(pending_completion<> waiter, std::uint64_t id, diagnostics* diag);
-    void cancel_wait(std::uint64_t id);
-    std::uint64_t next_waiter_id() noexcept { return next_waiter_id_.fetch_add(1, std::memory_order_relaxed); }
     /// From the lease's destructor: release without anyone waiting.
     void release_in_background();
 
@@ -126,13 +127,7 @@ private:
     std::string last_extension_failure_;
     watchdog_step next_step_{watchdog_step::action::lose, {}};
     std::optional<lease_keeper::entry> keeper_entry_;
-    struct waiter {
-        std::uint64_t id;
-        pending_completion<> done;
-        diagnostics* diag;
-    };
-    std::vector<waiter> lost_waiters_;
-    std::atomic<std::uint64_t> next_waiter_id_{0};
+    waiter_list<> loss_waiters_;
 };
 
 }  // namespace redlock::detail

@@ -400,9 +400,9 @@ asio::awaitable<std::tuple<error_code, std::optional<std::string>>> get_or_load(
     if (cancelled(co_await asio::this_coro::cancellation_state))
         co_return result{make_error_code(asio::error::operation_aborted), std::nullopt};
     auto f = impl->join_load(key, std::make_shared<const cache_loader>(std::move(loader)), o);
-    auto outcome = co_await f->async_wait(asio::use_awaitable);
+    auto [load_ec, outcome] = co_await f->async_wait(use_tuple);
     if (diag && !outcome.message.empty()) access::set_client_message(*diag, std::move(outcome.message));
-    co_return result{outcome.ec, std::move(outcome.value)};
+    co_return result{load_ec, std::move(outcome.value)};
 }
 
 }  // namespace

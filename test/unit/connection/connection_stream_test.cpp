@@ -1,7 +1,9 @@
 // The connection over an in-memory stream (no server): 1-byte reads, a failure injected at every I/O step,
 // malformed replies, abandoned requests, silent peers, pushes, and every kind of completion token.
+#include "connection/transport.hpp"
+#include "resp/reader.hpp"
+
 #include <redlock/connection.hpp>
-#include <redlock/resp/reader.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -26,6 +28,7 @@ using redlock::error;
 using redlock::error_code;
 using redlock::request;
 using redlock::response;
+using redlock::detail::make_connection;
 using redlock::test::run_coro;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
@@ -96,7 +99,7 @@ struct fake_node {
 
     redlock::connection make(redlock::node_config config = fast_config())
     {
-        return redlock::connection(ctx.get_executor(), std::move(config), [this](asio::any_io_executor ex) {
+        return make_connection(ctx.get_executor(), std::move(config), [this](asio::any_io_executor ex) {
             auto peer = std::make_shared<beast::test::stream>(ex);
             std::optional<beast::test::stream> client;
             if (attempts++ == 0 && fail_at) {
@@ -600,5 +603,74 @@ BOOST_AUTO_TEST_CASE(requests_whose_replies_cannot_be_counted_are_refused_before
         BOOST_TEST(ec2 == error::invalid_argument);
         BOOST_TEST(conn.get_usage().requests == 0u);
         conn.close();
+    });
+}
+
+// The handshake of a reconnect restores the subscriptions in HELLO's round trip: this server answers HELLO only
+// once it has read the SUBSCRIBE, so a handshake that waited for HELLO's reply before subscribing would never
+// connect (each attempt would time out).
+BOOST_AUTO_TEST_CASE(a_reconnect_restores_subscriptions_in_the_round_trip_of_hello)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    node.read_size = 4096;
+    auto server = std::make_shared<pubsub_server>();
+    std::string held_hello;
+    node.reply = [server, &held_hello, &node](const std::vector<std::string>& cmd) -> std::string {
+        if (cmd[0] == "HELLO" && node.attempts > 1) {
+            held_hello = default_replies(cmd);
+            return {};
+        }
+        return std::exchange(held_hello, {}) + (*server)(cmd);
+    };
+    auto conn = node.make();
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect(asio::use_awaitable);
+        const std::vector<std::string> channels{"ch"};
+        co_await conn.async_subscribe(channels, asio::use_awaitable);
+        node.peers.back()->close();
+        asio::steady_timer wait(ctx);
+        for (int i = 0; i < 400 && conn.get_usage().connects < 2; ++i) {
+            wait.expires_after(5ms);
+            co_await wait.async_wait(use_tuple);
+        }
+        BOOST_TEST(conn.get_usage().connects == 2u);
+        BOOST_TEST(node.attempts == 2);  // no attempt timed out
+        BOOST_TEST(conn.get_usage().resubscribes == 1u);
+        BOOST_TEST(server->count("SUBSCRIBE", "ch") == 2u);
+        conn.close();
+    });
+}
+
+// async_connect waiters are cancelled one at a time: cancelling the first of two leaves the second waiting (the
+// waiters were a vector erased in place, and moving the second one in Asio 1.81 recursed until the stack ran out).
+BOOST_AUTO_TEST_CASE(cancelling_one_of_two_connect_waiters_leaves_the_other_waiting)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    node.reply = [](const std::vector<std::string>& cmd) {
+        return cmd[0] == "HELLO" ? std::string() : default_replies(cmd);  // the attempt hangs in the handshake
+    };
+    auto config = fake_node::fast_config();
+    config.connect_timeout = 5000ms;
+    auto conn = node.make(config);
+    asio::cancellation_signal cancel;
+    std::optional<error_code> first, second;
+    conn.async_connect(asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec) { first = ec; }));
+    conn.async_connect([&](error_code ec) { second = ec; });
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        asio::steady_timer wait(ctx, 30ms);
+        co_await wait.async_wait(asio::use_awaitable);
+        cancel.emit(asio::cancellation_type::terminal);
+        wait.expires_after(30ms);
+        co_await wait.async_wait(asio::use_awaitable);
+        BOOST_TEST((first == asio::error::operation_aborted));
+        BOOST_TEST(!second.has_value());
+        conn.close();
+        for (int i = 0; i < 200 && !second; ++i) {
+            wait.expires_after(5ms);
+            co_await wait.async_wait(use_tuple);
+        }
+        BOOST_TEST((second == error::closed));
     });
 }

@@ -1,6 +1,6 @@
 // A declared size is the peer's claim, not bytes received: the codec must not allocate for it.
-#include <redlock/resp/parser.hpp>
-#include <redlock/resp/reader.hpp>
+#include "resp/parser.hpp"
+#include "resp/reader.hpp"
 
 #include <boost/test/unit_test.hpp>
 

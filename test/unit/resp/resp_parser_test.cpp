@@ -1,9 +1,9 @@
 // The RESP3 pull parser: every type, every split point, malformed input and limits.
+#include "resp/parser.hpp"
 #include "resp_samples.hpp"
 
 #include <redlock/error.hpp>
 #include <redlock/resp/error.hpp>
-#include <redlock/resp/parser.hpp>
 
 #include <boost/test/unit_test.hpp>
 

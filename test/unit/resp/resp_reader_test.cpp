@@ -1,9 +1,9 @@
 // The reader: socket bytes in, complete values out, whatever the read sizes.
+#include "resp/reader.hpp"
 #include "resp_samples.hpp"
 
 #include <redlock/error.hpp>
 #include <redlock/resp/error.hpp>
-#include <redlock/resp/reader.hpp>
 
 #include <boost/test/unit_test.hpp>
 

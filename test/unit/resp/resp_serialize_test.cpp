@@ -1,5 +1,6 @@
 // Commands in the wire format, and back through the reader.
-#include <redlock/resp/reader.hpp>
+#include "resp/reader.hpp"
+
 #include <redlock/resp/serialize.hpp>
 #include <redlock/resp/type.hpp>
 

@@ -1,8 +1,9 @@
 // Turns the bytes read from a socket into complete replies.
 #pragma once
 
+#include "resp/parser.hpp"
+
 #include <redlock/resp/limits.hpp>
-#include <redlock/resp/parser.hpp>
 #include <redlock/resp/value.hpp>
 
 #include <boost/system/error_code.hpp>

@@ -1,7 +1,9 @@
 // The byte stream under a connection: TCP, TLS or a unix socket, or an in-memory stream in tests.
-// Virtual so the connection is compiled once, whatever carries its bytes.
+// Virtual so the connection is compiled once, whatever carries its bytes. Private to the library and its tests:
+// make_connection is how a test puts a connection over a stream of its own.
 #pragma once
 
+#include <redlock/connection.hpp>
 #include <redlock/diagnostics.hpp>
 #include <redlock/error.hpp>
 #include <redlock/node_config.hpp>
@@ -36,6 +38,9 @@ using transport_factory = std::function<std::unique_ptr<transport>(boost::asio::
 
 /// TCP, TLS or unix socket, as the config says.
 std::unique_ptr<transport> make_transport(boost::asio::any_io_executor ex, const node_config& config);
+
+/// A connection whose every attempt runs over a stream `factory` makes (tests: an in-memory stream).
+connection make_connection(boost::asio::any_io_executor ex, node_config config, transport_factory factory);
 
 template <class Token>
 auto async_connect(transport& t, diagnostics& diag, Token&& token)

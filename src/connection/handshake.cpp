@@ -1,0 +1,85 @@
+#include "connection/handshake.hpp"
+#include "connection/multiplexer.hpp"
+#include "connection/server_version.hpp"
+
+namespace redlock::detail {
+
+handshake_request make_handshake(const node_config& config, std::vector<std::string> channels)
+{
+    handshake_request out;
+    std::vector<std::string> hello{"3"};
+    if (!config.password.empty()) {
+        hello.insert(hello.end(), {"AUTH", config.username.empty() ? "default" : config.username, config.password});
+    }
+    if (!config.client_name.empty()) hello.insert(hello.end(), {"SETNAME", config.client_name});
+    out.commands.push_range("HELLO", hello);
+    out.selects_db = config.db != 0;
+    if (out.selects_db) out.commands.push("SELECT", config.db);
+    for (const auto& channel : channels) out.commands.push("SUBSCRIBE", channel);
+    out.channels = std::move(channels);
+    return out;
+}
+
+namespace {
+
+error_code hello_error(std::string_view text)
+{
+    if (text.starts_with("NOPROTO") || text.starts_with("ERR unknown command")) return error::unsupported_server;
+    if (text.starts_with("WRONGPASS") || text.starts_with("NOAUTH") || text.starts_with("NOPERM"))
+        return error::auth_failed;
+    return error::server_error;
+}
+
+handshake_outcome refused_by_server(error_code ec, const resp::value& reply)
+{
+    handshake_outcome out;
+    out.ec = ec;
+    out.server_message = reply.error_text();
+    return out;
+}
+
+handshake_outcome out_of_step(std::string what)
+{
+    handshake_outcome out;
+    out.ec = error::protocol_error;
+    out.client_message = std::move(what);
+    return out;
+}
+
+// [subscribe, channel, count] for this very channel.
+bool confirms(const resp::value& reply, const std::string& channel)
+{
+    return confirmation_kind(reply) == pubsub_kind::subscribe && reply.elements[1].text == channel;
+}
+
+}  // namespace
+
+handshake_outcome read_handshake(const handshake_request& sent, const response& replies)
+{
+    if (replies.size() != sent.commands.expected_replies()) {
+        return out_of_step(std::to_string(replies.size()) + " replies to a handshake of " +
+                           std::to_string(sent.commands.expected_replies()) + " commands");
+    }
+    const auto& hello = replies[0];
+    if (hello.is_error()) return refused_by_server(hello_error(hello.error_text()), hello);
+    std::size_t next = 1;
+    if (sent.selects_db) {
+        if (replies[next].is_error()) return refused_by_server(error::server_error, replies[next]);
+        ++next;
+    }
+    handshake_outcome out;
+    out.server_version = server_version_of_hello(hello);
+    for (const auto& channel : sent.channels) {
+        const auto& reply = replies[next++];
+        if (reply.is_error()) {
+            out.refused.push_back(channel);
+        } else if (confirms(reply, channel)) {
+            out.restored.push_back(channel);
+        } else {
+            return out_of_step("the SUBSCRIBE of '" + channel + "' was answered by " + to_string(reply));
+        }
+    }
+    return out;
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,31 @@
+#include "connection/pushes.hpp"
+
+namespace redlock::detail {
+
+void push_handlers::deliver(const resp::value& push) const
+{
+    if (push_) {
+        try {
+            push_(push);
+        } catch (...) {
+        }
+    }
+    if (!message_) return;
+    // RESP3: [message, channel, payload], [smessage, channel, payload], [pmessage, pattern, channel, payload].
+    const auto& e = push.elements;
+    if (e.empty()) return;
+    const std::string_view kind = e[0].text;
+    std::size_t channel = 0;
+    if ((kind == "message" || kind == "smessage") && e.size() == 3)
+        channel = 1;
+    else if (kind == "pmessage" && e.size() == 4)
+        channel = 2;
+    else
+        return;
+    try {
+        message_(e[channel].text, e[channel + 1].text);
+    } catch (...) {
+    }
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,29 @@
+// The user's handlers of server pushes: the raw push handler sees every push, the message handler the payloads
+// of pub/sub messages. A handler's failure must not take the connection down, so what they throw is dropped.
+#pragma once
+
+#include <redlock/resp/value.hpp>
+
+#include <functional>
+#include <string_view>
+
+namespace redlock::detail {
+
+class push_handlers {
+public:
+    void set_push_handler(std::function<void(const resp::value&)> handler) { push_ = std::move(handler); }
+    void set_message_handler(std::function<void(std::string_view, std::string_view)> handler)
+    {
+        message_ = std::move(handler);
+    }
+    bool wants_raw() const noexcept { return static_cast<bool>(push_); }
+
+    /// Hands `push` to the raw handler, then a message's channel and payload to the message handler.
+    void deliver(const resp::value& push) const;
+
+private:
+    std::function<void(const resp::value&)> push_;
+    std::function<void(std::string_view, std::string_view)> message_;
+};
+
+}  // namespace redlock::detail
