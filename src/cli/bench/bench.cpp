@@ -1,7 +1,6 @@
 // `redlock bench`: the scenario the options name, run by the driver.
 #include "cli/bench/bench.hpp"
 #include "cli/bench/scenarios.hpp"
-#include "cli/common/exit_codes.hpp"
 
 namespace redlock::cli {
 namespace {
@@ -37,10 +36,7 @@ int run_bench(const bench_options& o)
 
 subcommand bench_command()
 {
-    return {"bench", bench_help, [](const std::vector<std::string>& args) {
-                auto o = parse_bench(args);
-                return o ? run_bench(*o) : exit_code::ok;
-            }};
+    return {"bench", bench_help, &parse_and_run<parse_bench, run_bench>};
 }
 
 }  // namespace redlock::cli

@@ -2,6 +2,8 @@
 // name and prints its help for `redlock help <name>`.
 #pragma once
 
+#include "cli/common/exit_codes.hpp"
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,5 +17,13 @@ struct subcommand {
     // throws usage_error on a bad command line.
     int (*run)(const std::vector<std::string>& args);
 };
+
+// A subcommand's `run`: `parse` (nullopt after printing the help) then `run` with the options.
+template <auto parse, auto run>
+int parse_and_run(const std::vector<std::string>& args)
+{
+    auto options = parse(args);
+    return options ? run(*options) : exit_code::ok;
+}
 
 }  // namespace redlock::cli

@@ -566,10 +566,7 @@ int run_exec(const exec_options& o)
 
 subcommand exec_command()
 {
-    return {"exec", exec_help, [](const std::vector<std::string>& args) {
-                auto o = parse_exec(args);
-                return o ? run_exec(*o) : exit_code::ok;
-            }};
+    return {"exec", exec_help, &parse_and_run<parse_exec, run_exec>};
 }
 
 }  // namespace redlock::cli

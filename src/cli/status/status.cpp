@@ -146,10 +146,7 @@ int run_status(const status_options& o)
 
 subcommand status_command()
 {
-    return {"status", status_help, [](const std::vector<std::string>& args) {
-                auto o = parse_status(args);
-                return o ? run_status(*o) : exit_code::ok;
-            }};
+    return {"status", status_help, &parse_and_run<parse_status, run_status>};
 }
 
 }  // namespace redlock::cli

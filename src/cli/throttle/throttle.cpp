@@ -201,10 +201,7 @@ int run_throttle(const throttle_options& o)
 
 subcommand throttle_command()
 {
-    return {"throttle", throttle_help, [](const std::vector<std::string>& args) {
-                auto o = parse_throttle(args);
-                return o ? run_throttle(*o) : exit_code::ok;
-            }};
+    return {"throttle", throttle_help, &parse_and_run<parse_throttle, run_throttle>};
 }
 
 }  // namespace redlock::cli
