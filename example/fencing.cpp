@@ -25,15 +25,7 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 std::vector<redlock::node_config> node_list(int argc, char** argv)
 {
     const char* env = std::getenv("REDLOCK_NODES");
-    std::string list = argc > 1 ? argv[1] : env && *env ? env : "redis://127.0.0.1:6379";
-    std::vector<redlock::node_config> nodes;
-    for (std::size_t begin = 0; begin <= list.size();) {
-        auto end = list.find(',', begin);
-        if (end == std::string::npos) end = list.size();
-        if (end > begin) nodes.push_back(redlock::parse_url(list.substr(begin, end - begin)));
-        begin = end + 1;
-    }
-    return nodes;
+    return redlock::parse_node_list(argc > 1 ? argv[1] : env && *env ? env : "redis://127.0.0.1:6379");
 }
 
 asio::awaitable<void> stall(std::chrono::milliseconds d)

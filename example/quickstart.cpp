@@ -65,6 +65,16 @@ void parse()
 }
 // [url]
 
+// [url-list]
+void parse_list()
+{
+    // Commas and/or spaces between URLs, as $REDLOCK_NODES or the CLI's --nodes spells a list.
+    std::vector<redlock::node_config> nodes =
+        redlock::parse_node_list("redis://10.0.0.1:6379, redis://10.0.0.2:6379,redis://10.0.0.3:6379");
+    std::cout << "parsed a list of " << nodes.size() << " nodes, the last " << nodes.back().to_string() << "\n";
+}
+// [url-list]
+
 // [connect]
 asio::awaitable<void> connect_verbosely(asio::io_context& ctx, redlock::node_config config)
 {
@@ -128,6 +138,7 @@ int main(int argc, char** argv)
                 co_await quickstart(conn);
                 co_await concurrent(conn);
                 parse();
+                parse_list();
                 co_await connect_verbosely(ctx, conn.config());
                 co_await requests(conn);
                 co_await subscribe(conn);

@@ -20,17 +20,13 @@ std::int64_t parse_integer(std::string_view text, std::string_view flag, std::in
     return value;
 }
 
-std::vector<std::string> split_urls(std::string_view list)
+// "URL,URL,...": redlock::parse_node_list, its message naming the bad entry.
+std::vector<redlock::node_config> node_list(std::string_view list, std::string_view source)
 {
-    std::vector<std::string> urls;
-    while (!list.empty()) {
-        const auto comma = list.find(',');
-        const auto url = list.substr(0, comma);
-        if (!url.empty()) urls.emplace_back(url);
-        if (comma == std::string_view::npos) break;
-        list.remove_prefix(comma + 1);
-    }
-    return urls;
+    redlock::diagnostics diag;
+    auto nodes = redlock::parse_node_list(list, diag);
+    if (!nodes) throw config_error(std::string(source) + ": " + std::string(diag.client_message()));
+    return *std::move(nodes);
 }
 
 // "host:port", ":port" (loopback) or "[v6]:port".
@@ -95,7 +91,7 @@ config parse_config(const std::vector<std::string_view>& args, const char* env_n
     using setter = std::function<void(std::string_view)>;
     const std::map<std::string_view, setter> flags{
         {"--listen", [&](std::string_view v) { parse_listen(v, c); }},
-        {"--nodes", [&](std::string_view v) { c.lock_nodes = split_urls(v); }},
+        {"--nodes", [&](std::string_view v) { c.lock_nodes = node_list(v, "--nodes"); }},
         {"--store", [&](std::string_view v) { c.store = std::string(v); }},
         {"--rate", [&](std::string_view v) { parse_rate(v, c); }},
         {"--burst", [&](std::string_view v) { c.burst = parse_integer(v, "--burst", 0, 1'000'000); }},
@@ -139,7 +135,7 @@ config parse_config(const std::vector<std::string_view>& args, const char* env_n
         flag->second(value);
         nodes_given = nodes_given || name == "--nodes";
     }
-    if (!nodes_given && env_nodes != nullptr) c.lock_nodes = split_urls(env_nodes);
+    if (!nodes_given && env_nodes != nullptr) c.lock_nodes = node_list(env_nodes, "$REDLOCK_NODES");
     if (c.lock_nodes.empty()) throw config_error("no lock nodes: give --nodes URL,URL,... or set REDLOCK_NODES");
     if (c.store.empty()) throw config_error("no store: give --store URL (the Redis that keeps the stock)");
     if (c.request_timeout >= c.drain_timeout)

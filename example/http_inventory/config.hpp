@@ -1,6 +1,8 @@
 // The service's settings and the command line that sets them.
 #pragma once
 
+#include <redlock/node_config.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -15,9 +17,9 @@ using ms = std::chrono::milliseconds;
 
 struct config {
     std::string listen_host = "127.0.0.1";
-    std::uint16_t listen_port = 8080;     ///< 0: any free port (the bound one is printed at start)
-    std::vector<std::string> lock_nodes;  ///< the N Redlock nodes of the per-item locks
-    std::string store;                    ///< the Redis that keeps the stock, the orders and the rate limits
+    std::uint16_t listen_port = 8080;              ///< 0: any free port (the bound one is printed at start)
+    std::vector<redlock::node_config> lock_nodes;  ///< the N Redlock nodes of the per-item locks
+    std::string store;                             ///< the Redis that keeps the stock, the orders and the rate limits
 
     /// Per client (API key, else peer address): `rate` requests per `rate_period`, `burst` more at once.
     /// rate 0 turns limiting off.

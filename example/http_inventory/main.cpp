@@ -62,17 +62,10 @@ asio::awaitable<void> connect_all(redlock::client& locks, redlock::client& limit
             "store: " + (store_ec ? store_ec : limits_ec).message() + " (retrying in the background)");
 }
 
-std::vector<redlock::node_config> node_configs(const std::vector<std::string>& urls)
-{
-    std::vector<redlock::node_config> nodes;
-    for (const auto& url : urls) nodes.push_back(redlock::parse_url(url));
-    return nodes;
-}
-
 int run(const config& cfg)
 {
     asio::io_context ioc(1);  // one thread: every session, handler and counter lives on it
-    redlock::client locks(ioc.get_executor(), node_configs(cfg.lock_nodes));
+    redlock::client locks(ioc.get_executor(), cfg.lock_nodes);
     const auto store_node = redlock::parse_url(cfg.store);
     redlock::client limits(ioc.get_executor(), {store_node});
     redlock::connection store(ioc.get_executor(), store_node);
@@ -81,7 +74,7 @@ int run(const config& cfg)
 
     inventory items(locks, store, cfg.lock_ttl);
     metrics stats;
-    readiness probe(ioc.get_executor(), node_configs(cfg.lock_nodes), store_node);
+    readiness probe(ioc.get_executor(), cfg.lock_nodes, store_node);
     probe.connect();
     service svc{cfg, locks, limits, store, items, stats, probe};
     server srv(ioc, svc);

@@ -10,6 +10,12 @@
 //                                [--api-latency MS]                          work until no job is left
 // --nodes: the lock nodes (comma-separated; default $REDLOCK_NODES, else redis://127.0.0.1:6379); --store: the
 // node of the queue, the rate limit and the accounts (default: the first lock node).
+#if defined(__GNUC__) && !defined(__clang__)
+// g++ 12 pairs the allocation of an Asio coroutine frame with the frame's own operator delete (which frees it
+// correctly) and reports -Wmismatched-new-delete, for some frames only, as its inlining decides.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 #include "job_queue.hpp"
 #include "worker.hpp"
 
@@ -30,18 +36,6 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::vector<redlock::node_config> node_list(std::string list)
-{
-    std::vector<redlock::node_config> nodes;
-    for (std::size_t begin = 0; begin <= list.size();) {
-        auto end = list.find(',', begin);
-        if (end == std::string::npos) end = list.size();
-        if (end > begin) nodes.push_back(redlock::parse_url(list.substr(begin, end - begin)));
-        begin = end + 1;
-    }
-    return nodes;
-}
 
 std::string process_id()
 {
@@ -117,7 +111,11 @@ int main(int argc, char** argv)
         return it == flags.end() ? fallback : it->second;
     };
     const char* env = std::getenv("REDLOCK_NODES");
-    const auto lock_nodes = node_list(flag("--nodes", env && *env ? env : "redis://127.0.0.1:6379"));
+    const auto lock_nodes = redlock::parse_node_list(flag("--nodes", env && *env ? env : "redis://127.0.0.1:6379"));
+    if (lock_nodes.empty()) {
+        std::cerr << "no lock nodes: give --nodes URL,URL,...\n";
+        return 2;
+    }
     workers::settings config;
     config.process = process_id();
     config.store = flags.count("--store") ? redlock::parse_url(flags["--store"]) : lock_nodes.front();

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace redlock {
 
@@ -64,5 +65,19 @@ boost::system::result<node_config> parse_url(std::string_view url, diagnostics& 
 
 /// As above; throws boost::system::system_error(error::invalid_argument, "what is wrong").
 node_config parse_url(std::string_view url);
+
+/// Parses a list of node URLs as `$REDLOCK_NODES` or a `--nodes` flag spells it:
+/// `redis://10.0.0.1:6379,redis://10.0.0.2:6379`. Entries are separated by commas and/or whitespace (space, tab,
+/// newline); separators before, after and between entries are skipped, so `a,b`, `a, b`, `a b` and `a,,b,` are
+/// the same two nodes, and a list of separators only (or an empty one) gives no node (a client refuses zero nodes
+/// with error::invalid_argument). A URL in a list cannot hold a comma or whitespace itself: percent-encode them
+/// (`%2C`, `%20`). Each entry is read by parse_url, in order; the first that does not parse fails the whole list
+/// with error::invalid_argument, and `diag.client_message()` is parse_url's message, prefixed by the entry's
+/// position when the list has more than one (`node 2 of 3: invalid node URL 'redis://h:99999': port '99999' is
+/// not in 1..65535`). Where the list comes from (an argument, an environment variable) is the caller's business.
+boost::system::result<std::vector<node_config>> parse_node_list(std::string_view list, diagnostics& diag);
+
+/// As above; throws boost::system::system_error(error::invalid_argument, "what is wrong").
+std::vector<node_config> parse_node_list(std::string_view list);
 
 }  // namespace redlock

@@ -1,41 +1,54 @@
-// The `redlock` command-line tool: dispatches to exec, throttle, status and bench.
-#include "child.hpp"
-#include "commands.hpp"
-#include "exit_codes.hpp"
-#include "options.hpp"
-#include "output.hpp"
+// The `redlock` command-line tool: dispatches to its subcommands, one folder each (exec, throttle, status, bench).
+#include "cli/bench/bench.hpp"
+#include "cli/common/child.hpp"
+#include "cli/common/command_line.hpp"
+#include "cli/common/exit_codes.hpp"
+#include "cli/common/output.hpp"
+#include "cli/exec/exec.hpp"
+#include "cli/status/status.hpp"
+#include "cli/throttle/throttle.hpp"
 
+#include <algorithm>
+#include <array>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
 
 using namespace redlock::cli;
 
-int dispatch(const std::string& command, const std::vector<std::string>& args)
+// The overview printed by `redlock help` and on a missing subcommand.
+constexpr std::string_view general_help = R"(usage: redlock <command> [options]
+
+commands:
+  exec [options] -- COMMAND [ARG...]   run COMMAND under a distributed lock
+  throttle --key NAME --rate N/PERIOD [-- COMMAND [ARG...]]
+                                       wait for room in a rate limiter, then run COMMAND
+  status --key NAME                    who holds a lock or a semaphore, remaining TTL per node
+  bench [--scenario ...]               lock, semaphore, limiter and cache latency and throughput of a deployment
+  help [COMMAND]                       this text, or COMMAND's
+
+'redlock <command> --help' (or 'redlock help <command>') describes each command. Nodes come from
+--nodes URL[,URL...], else $REDLOCK_NODES, else redis://127.0.0.1:6379.
+)";
+
+int dispatch(const std::string& name, const std::vector<std::string>& args)
 {
-    if (command == "exec") {
-        auto o = parse_exec(args);
-        return o ? run_exec(*o) : exit_code::ok;
-    }
-    if (command == "status") {
-        auto o = parse_status(args);
-        return o ? run_status(*o) : exit_code::ok;
-    }
-    if (command == "throttle") {
-        auto o = parse_throttle(args);
-        return o ? run_throttle(*o) : exit_code::ok;
-    }
-    if (command == "bench") {
-        auto o = parse_bench(args);
-        return o ? run_bench(*o) : exit_code::ok;
-    }
-    if (command == "help" || command == "--help" || command == "-h") {
-        write_stdout(general_usage());
+    const std::array commands{exec_command(), throttle_command(), status_command(), bench_command()};
+    auto find = [&](std::string_view wanted) {
+        auto it = std::find_if(commands.begin(), commands.end(), [&](const subcommand& c) { return c.name == wanted; });
+        if (it == commands.end())
+            throw usage_error("unknown command '" + std::string(wanted) + "' (exec, throttle, status, bench or help)");
+        return *it;
+    };
+    if (name == "help" || name == "--help" || name == "-h") {
+        if (args.size() > 1) throw usage_error("help: one command at most, as in: redlock help exec");
+        write_stdout(args.empty() ? general_help : find(args.front()).help);
         return exit_code::ok;
     }
-    throw usage_error("unknown command '" + command + "' (exec, throttle, status, bench or help)");
+    return find(name).run(args);
 }
 
 }  // namespace
@@ -45,7 +58,7 @@ int main(int argc, char** argv)
     // First: the descriptors the caller gave us are the command's too; later ones are ours alone.
     remember_inherited_fds();
     if (argc < 2) {
-        write_stderr("redlock: no command given\n" + general_usage());
+        write_stderr("redlock: no command given\n" + std::string(general_help));
         return exit_code::usage;
     }
     const std::string command = argv[1];

@@ -20,6 +20,12 @@ std::optional<long long> to_number(std::string_view text)
     return value;
 }
 
+// Between the entries of a node list: a comma or ASCII whitespace, which no URL holds unencoded.
+bool is_separator(char c)
+{
+    return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
 std::optional<bool> to_bool(std::string_view text)
 {
     if (text == "true" || text == "1" || text == "yes") return true;
@@ -146,6 +152,45 @@ node_config parse_url(std::string_view url)
 {
     diagnostics diag;
     auto result = parse_url(url, diag);
+    if (!result) throw boost::system::system_error(result.error(), std::string(diag.client_message()));
+    return *std::move(result);
+}
+
+boost::system::result<std::vector<node_config>> parse_node_list(std::string_view list, diagnostics& diag)
+{
+    diag.clear();
+    std::vector<std::string_view> entries;
+    for (std::size_t at = 0; at < list.size();) {
+        if (is_separator(list[at])) {
+            ++at;
+            continue;
+        }
+        std::size_t end = at;
+        while (end < list.size() && !is_separator(list[end])) ++end;
+        entries.push_back(list.substr(at, end - at));
+        at = end;
+    }
+    std::vector<node_config> nodes;
+    nodes.reserve(entries.size());
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        auto parsed = parse_url(entries[i], diag);
+        if (!parsed) {
+            if (entries.size() > 1) {
+                detail::access::set_client_message(diag, "node " + std::to_string(i + 1) + " of " +
+                                                             std::to_string(entries.size()) + ": " +
+                                                             std::string(diag.client_message()));
+            }
+            return parsed.error();
+        }
+        nodes.push_back(*std::move(parsed));
+    }
+    return nodes;
+}
+
+std::vector<node_config> parse_node_list(std::string_view list)
+{
+    diagnostics diag;
+    auto result = parse_node_list(list, diag);
     if (!result) throw boost::system::system_error(result.error(), std::string(diag.client_message()));
     return *std::move(result);
 }

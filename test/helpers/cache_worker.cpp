@@ -191,15 +191,7 @@ int main(int argc, char** argv)
     std::shared_ptr<worker> w;
     std::chrono::system_clock::time_point start_at;
     try {
-        std::vector<redlock::node_config> lock_nodes;
-        std::string urls = argv[1];
-        for (std::size_t begin = 0;;) {
-            const auto end = urls.find(',', begin);
-            lock_nodes.push_back(redlock::parse_url(urls.substr(begin, end - begin)));
-            if (end == std::string::npos) break;
-            begin = end + 1;
-        }
-        w = std::make_shared<worker>(ctx.get_executor(), std::move(lock_nodes), redlock::parse_url(argv[2]),
+        w = std::make_shared<worker>(ctx.get_executor(), redlock::parse_node_list(argv[1]), redlock::parse_url(argv[2]),
                                      redlock::parse_url(argv[3]), parse_options(argc, argv, 8));
         w->key = argv[4];
         w->calls = std::stoi(argv[5]);

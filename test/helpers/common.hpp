@@ -13,7 +13,6 @@
 
 #include <chrono>
 #include <exception>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,14 +21,11 @@ namespace helpers {
 /// The nodes of "URL,URL,...": connect timeout 300 ms, reconnects 20 to 200 ms apart.
 inline std::vector<redlock::node_config> fast_reconnecting_nodes(const std::string& urls)
 {
-    std::vector<redlock::node_config> nodes;
-    std::stringstream list(urls);
-    for (std::string url; std::getline(list, url, ',');) {
-        auto c = redlock::parse_url(url);
+    auto nodes = redlock::parse_node_list(urls);
+    for (auto& c : nodes) {
         c.connect_timeout = std::chrono::milliseconds(300);
         c.reconnect_min_delay = std::chrono::milliseconds(20);
         c.reconnect_max_delay = std::chrono::milliseconds(200);
-        nodes.push_back(c);
     }
     return nodes;
 }

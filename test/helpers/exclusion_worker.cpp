@@ -70,18 +70,6 @@ struct worker_state {
     std::string error;  // the first unexpected error
 };
 
-std::vector<std::string> split(const std::string& text, char sep)
-{
-    std::vector<std::string> parts;
-    std::size_t begin = 0;
-    for (;;) {
-        auto end = text.find(sep, begin);
-        parts.push_back(text.substr(begin, end - begin));
-        if (end == std::string::npos) return parts;
-        begin = end + 1;
-    }
-}
-
 long parse_count(const char* text, const char* what)
 {
     char* end = nullptr;
@@ -235,7 +223,7 @@ int main(int argc, char** argv)
     redlock::node_config counter_node;
     long increments = 0, coroutines = 0, threads = 0, window = 1;
     try {
-        for (const auto& url : split(argv[1], ',')) lock_nodes.push_back(redlock::parse_url(url));
+        lock_nodes = redlock::parse_node_list(argv[1]);
         counter_node = redlock::parse_url(argv[2]);
         increments = parse_count(argv[4], "INCREMENTS");
         coroutines = parse_count(argv[5], "COROUTINES");

@@ -286,6 +286,14 @@ BOOST_AUTO_TEST_CASE(help_exits_0)
         BOOST_TEST(r.exit_code == 0);
         BOOST_TEST(r.out.find("usage: redlock") != std::string::npos);
     }
+    // `redlock help <command>` is that command's --help.
+    for (const char* command : {"exec", "throttle", "status", "bench"}) {
+        auto r = redlock_cli({"help", command});
+        BOOST_TEST(r.exit_code == 0, command);
+        BOOST_TEST(r.out == redlock_cli({command, "--help"}).out, command);
+        BOOST_TEST(r.out.starts_with(std::string("usage: redlock ") + command), command);
+    }
+    BOOST_TEST(redlock_cli({"help", "frob"}).exit_code == 64);
 }
 
 BOOST_AUTO_TEST_CASE(a_missing_command_exits_127_without_taking_the_lock)

@@ -84,6 +84,7 @@ BOOST_AUTO_TEST_CASE(quickstart_pipelines_and_coalesces)
     const auto out = run_example(REDLOCK_EXAMPLE_QUICKSTART, node.url());
     BOOST_TEST(has(out, "GET greeting -> hello"));
     BOOST_TEST(has(out, "10000 concurrent INCRs: 0 failed"));
+    BOOST_TEST(has(out, "parsed a list of 3 nodes, the last redis://10.0.0.3:6379"));
 }
 
 BOOST_AUTO_TEST_CASE(lock_basic_locks_on_one_node_and_on_five)

@@ -233,7 +233,7 @@ public:
 private:
     static http_inventory::config with_lock_nodes(http_inventory::config cfg, const cluster& lock_nodes)
     {
-        cfg.lock_nodes = lock_nodes.urls();
+        cfg.lock_nodes = configs(lock_nodes);
         return cfg;
     }
     void close()

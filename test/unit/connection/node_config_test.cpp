@@ -80,3 +80,50 @@ BOOST_AUTO_TEST_CASE(the_throwing_form_carries_the_message)
         BOOST_TEST(std::string(e.what()).find("port '99999'") != std::string::npos);
     }
 }
+
+// A node list: commas and/or whitespace between URLs, empty entries skipped, each URL read by parse_url.
+BOOST_AUTO_TEST_CASE(a_node_list_is_split_on_commas_and_whitespace)
+{
+    const auto nodes = redlock::parse_node_list("redis://a:1,redis://b:2, redis://c:3\tunix:///run/r.sock\n");
+    BOOST_TEST_REQUIRE(nodes.size() == 4u);
+    BOOST_TEST(nodes[0].to_string() == "redis://a:1");
+    BOOST_TEST(nodes[1].to_string() == "redis://b:2");
+    BOOST_TEST(nodes[2].to_string() == "redis://c:3");
+    BOOST_TEST((nodes[3].kind == node_config::transport::unix_socket));
+    BOOST_TEST(redlock::parse_node_list(",redis://a:1,,  ,redis://b:2,").size() == 2u);
+    // Percent-encoded, a comma stays in its URL.
+    const auto tls = redlock::parse_node_list("rediss://h:1?ca_file=/etc/a%2Cb.pem,redis://g:2");
+    BOOST_TEST_REQUIRE(tls.size() == 2u);
+    BOOST_TEST(tls[0].tls.ca_file == "/etc/a,b.pem");
+}
+
+BOOST_AUTO_TEST_CASE(a_list_without_urls_gives_no_node)
+{
+    BOOST_TEST(redlock::parse_node_list("").empty());
+    BOOST_TEST(redlock::parse_node_list(" , ,\n").empty());
+    redlock::diagnostics diag;
+    auto result = redlock::parse_node_list(",", diag);
+    BOOST_TEST_REQUIRE(result.has_value());
+    BOOST_TEST(result->empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_entry_fails_the_list_and_is_named)
+{
+    redlock::diagnostics diag;
+    auto result = redlock::parse_node_list("redis://a:1, redis://b:99999 ,redis://c:3", diag);
+    BOOST_TEST_REQUIRE(!result.has_value());
+    BOOST_TEST(result.error() == redlock::error::invalid_argument);
+    BOOST_TEST(std::string(diag.client_message()) ==
+               "node 2 of 3: invalid node URL 'redis://b:99999': port '99999' is not in 1..65535");
+    // One entry: parse_url's message as it is.
+    result = redlock::parse_node_list("http://a:1", diag);
+    BOOST_TEST_REQUIRE(!result.has_value());
+    BOOST_TEST(std::string(diag.client_message()).starts_with("invalid node URL 'http://a:1': unknown scheme"));
+    try {
+        redlock::parse_node_list("redis://a:1,redis://");
+        BOOST_FAIL("expected an exception");
+    } catch (const boost::system::system_error& e) {
+        BOOST_TEST(e.code() == redlock::error::invalid_argument);
+        BOOST_TEST(std::string(e.what()).find("node 2 of 2: invalid node URL 'redis://'") != std::string::npos);
+    }
+}

@@ -13,6 +13,15 @@
 
 using namespace http_inventory;
 using namespace std::chrono_literals;
+
+namespace {
+std::vector<std::string> urls(const std::vector<redlock::node_config>& nodes)
+{
+    std::vector<std::string> out;
+    for (const auto& n : nodes) out.push_back(n.to_string());
+    return out;
+}
+}  // namespace
 namespace http = boost::beast::http;
 
 BOOST_AUTO_TEST_SUITE(http_inventory_config)
@@ -25,7 +34,7 @@ BOOST_AUTO_TEST_CASE(flags_take_values_after_a_space_or_an_equals_sign)
         nullptr);
     BOOST_TEST(c.listen_host == "0.0.0.0");
     BOOST_TEST(c.listen_port == 0);
-    BOOST_TEST(c.lock_nodes == (std::vector<std::string>{"redis://a:1", "redis://b:2", "redis://c:3"}),
+    BOOST_TEST(urls(c.lock_nodes) == (std::vector<std::string>{"redis://a:1", "redis://b:2", "redis://c:3"}),
                boost::test_tools::per_element());
     BOOST_TEST(c.store == "redis://s:9");
     BOOST_TEST(c.rate == 5);
@@ -47,7 +56,7 @@ BOOST_AUTO_TEST_CASE(the_nodes_come_from_redlock_nodes_unless_given_and_the_defa
     BOOST_TEST(c.rate == 20);
     BOOST_TEST(c.rate_period.count() == 1000);
     const auto given = parse_config({"--store", "redis://s:9", "--nodes", "redis://z:1", "--rate", "0"}, "redis://x:1");
-    BOOST_TEST(given.lock_nodes == std::vector<std::string>{"redis://z:1"}, boost::test_tools::per_element());
+    BOOST_TEST(urls(given.lock_nodes) == std::vector<std::string>{"redis://z:1"}, boost::test_tools::per_element());
     BOOST_TEST(given.rate == 0);
 }
 
@@ -63,6 +72,10 @@ BOOST_AUTO_TEST_CASE(unusable_command_lines_say_why)
         BOOST_ERROR("accepted: " << expected);
     };
     fails({"--store", "redis://s"}, nullptr, "no lock nodes");
+    fails({"--store", "redis://s"}, " , ", "no lock nodes");
+    fails({"--nodes", "redis://a,redis://b:0", "--store", "redis://s"}, nullptr,
+          "--nodes: node 2 of 2: invalid node URL 'redis://b:0'");
+    fails({"--store", "redis://s"}, "http://a", "$REDLOCK_NODES: invalid node URL 'http://a'");
     fails({"--nodes", "redis://a"}, nullptr, "no store");
     fails({"--nodes", "redis://a", "--store", "redis://s", "--bogus", "1"}, nullptr, "unknown argument '--bogus'");
     fails({"--nodes", "redis://a", "--store"}, nullptr, "--store: missing value");

@@ -1,0 +1,44 @@
+// `redlock exec`'s command line (src/cli/exec/options.cpp), read without I/O: the defaults, the command after "--",
+// and a few refusals (the integration tests run the rest through the executable).
+#include "cli/exec/options.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <csignal>
+#include <string>
+#include <vector>
+
+using redlock::cli::parse_exec;
+using redlock::cli::usage_error;
+
+BOOST_AUTO_TEST_CASE(defaults_and_the_command_after_the_double_dash)
+{
+    const auto o = parse_exec({"--nodes", "redis://a:1", "--key", "job", "--", "sh", "-c", "exit 3", "--key"});
+    BOOST_TEST_REQUIRE(o.has_value());
+    BOOST_TEST(o->key == "job");
+    BOOST_TEST(o->ttl.count() == 10'000);
+    BOOST_TEST(!o->wait.has_value());
+    BOOST_TEST(o->limit == 1);
+    BOOST_TEST(o->kill_signal == SIGTERM);
+    BOOST_TEST(o->command == (std::vector<std::string>{"sh", "-c", "exit 3", "--key"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(o->nodes.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(refusals_name_the_flag)
+{
+    auto says = [](std::vector<std::string> args) -> std::string {
+        try {
+            parse_exec(args);
+        } catch (const usage_error& e) {
+            BOOST_TEST(e.command() == "exec");
+            return e.what();
+        }
+        return "accepted";
+    };
+    BOOST_TEST(says({"--key", "k", "--ttl", "5ms", "--", "true"}) == "--ttl must be at least 10ms");
+    BOOST_TEST(
+        says({"--key", "k", "--limit", "2", "--fencing", "--", "true"}).starts_with("--fencing goes with a lock"));
+    BOOST_TEST(says({"--key", "k", "true"}).starts_with("unexpected argument 'true': put the command after '--'"));
+    BOOST_TEST(says({"--key", "k", "--", ""}) == "the command name is empty");
+}
