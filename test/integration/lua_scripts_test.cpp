@@ -1,6 +1,17 @@
 // Every Lua script of the library, as embedded at build time from its .lua file (its libraries included): it loads
 // into a real server (SCRIPT LOAD compiles it) under the SHA1 the library sends with EVALSHA, and it begins with
 // its contract.
+#include "common/key_slot.hpp"
+#include "primitives/common/token_lease.hpp"
+#include "primitives/fair/fair_scripts.hpp"
+#include "primitives/mutex/plain_scripts.hpp"
+#include "primitives/rate_limit/rate_scripts.hpp"
+#include "primitives/reentrant/reentrant_scripts.hpp"
+#include "primitives/semaphore/semaphore_scripts.hpp"
+#include "recipes/cache/cache_store.hpp"
+
+#include <redlock/bloom_filter.hpp>
+#include <redlock/fenced_write.hpp>
 #include <redlock/script.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -9,8 +20,51 @@
 #include <lua/all.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 using redlock::detail::lua::all_scripts;
+using namespace std::chrono_literals;
+namespace detail = redlock::detail;
+
+namespace {
+
+// The commands of a request, each a list of its arguments (a request serializes to RESP arrays of bulk strings).
+std::vector<std::vector<std::string>> commands_of(const redlock::request& req)
+{
+    std::vector<std::vector<std::string>> out;
+    std::string_view rest = req.payload();
+    const auto number = [&](char mark) {
+        BOOST_REQUIRE(!rest.empty() && rest.front() == mark);
+        const auto end = rest.find("\r\n");
+        const auto n = std::stoul(std::string(rest.substr(1, end - 1)));
+        rest.remove_prefix(end + 2);
+        return n;
+    };
+    while (!rest.empty()) {
+        auto& command = out.emplace_back();
+        for (auto parts = number('*'); parts > 0; --parts) {
+            const auto size = number('$');
+            command.emplace_back(rest.substr(0, size));
+            rest.remove_prefix(size + 2);
+        }
+    }
+    return out;
+}
+
+// Every script call of `req` hands keys of one hash slot, or says why not.
+std::string keys_outside_one_slot(const redlock::request& req)
+{
+    for (const auto& command : commands_of(req)) {
+        if (command.empty() || (command[0] != "EVALSHA" && command[0] != "EVAL")) continue;
+        const auto keys = std::stoul(command.at(2));
+        for (std::size_t k = 1; k < keys; ++k)
+            if (detail::key_slot(command.at(3 + k)) != detail::key_slot(command.at(3)))
+                return command.at(3 + k) + " is not in the slot of " + command.at(3);
+    }
+    return {};
+}
+
+}  // namespace
 
 BOOST_AUTO_TEST_CASE(every_script_loads_under_the_sha1_the_library_sends)
 {
@@ -41,4 +95,70 @@ BOOST_AUTO_TEST_CASE(every_script_begins_with_its_contract)
                 (head.find("Returns") != std::string_view::npos || head.find("returns") != std::string_view::npos));
         }
     }
+}
+
+// A Redis Cluster runs a script only when its keys share one hash slot, and so does the library's own Cluster node:
+// every request the primitives build hands a script the keys of one slot, whatever the name (with or without a hash
+// tag). Not for a name that contains '}' outside a hash tag ("a}b", "x{}y"): no key can be in its slot and carry a
+// suffix, and key_layout.hpp says to avoid such names on a Cluster. The watchdog's batched extension is the one
+// exception by design: it spans leases, and is sent only to nodes that run requests across slots
+// (node::cross_slot_requests).
+BOOST_AUTO_TEST_CASE(every_script_is_handed_keys_of_one_slot)
+{
+    using detail::fence_step;
+    for (const std::string name : {"job", "app:report", "{orders}:42", "a{b}c", "x{y"}) {
+        BOOST_TEST_CONTEXT(name)
+        {
+            detail::lease_spec lease;
+            lease.keys = {name};
+            lease.token = std::string(32, 'a');
+            lease.key_value = "owner";
+            lease.units = 3;
+            lease.limit = 5;
+            std::vector<redlock::request> built;
+            for (const auto step : {fence_step::none, fence_step::read, fence_step::increment}) {
+                built.push_back(detail::plain_scripts::acquire_request(lease.keys, lease.token, 1000ms, 50ms, step));
+                built.push_back(
+                    detail::fair_scripts::acquire_request(name, lease.token, 1000ms, 2000ms, 7, true, step, 50ms));
+                built.push_back(
+                    detail::reentrant_scripts::acquire_request(name, "owner", lease.token, 1000ms, 50ms, step));
+            }
+            built.push_back(detail::token_lease::extend_request(lease, 1000ms, 50ms));
+            built.push_back(detail::token_lease::commit_request(lease, 9, 50ms));
+            built.push_back(detail::token_lease::repair_request(lease, 1000ms, 50ms));
+            built.push_back(detail::plain_scripts::release_request(lease, "r", 50ms));
+            built.push_back(detail::fair_scripts::release_keeping_place(lease, "r", 50ms));
+            built.push_back(detail::fair_scripts::release_and_leave(lease, "r", 50ms));
+            built.push_back(detail::reentrant_scripts::commit_request(lease, 9, 50ms));
+            built.push_back(detail::reentrant_scripts::extend_request(lease, 1000ms, 50ms));
+            built.push_back(detail::reentrant_scripts::release_request(lease, "r", 50ms));
+            namespace sem = detail::semaphore_scripts;
+            built.push_back(sem::acquire_request(name, lease.token, 3, 1000ms, 5, 50ms));
+            built.push_back(sem::fair_acquire_request(name, lease.token, 3, 1000ms, 5, 2000ms, 7, true, 50ms));
+            built.push_back(sem::extend_request(lease, 1000ms, 50ms));
+            built.push_back(sem::release_request(lease, "r", 50ms));
+            built.push_back(sem::fair_release_and_leave(lease, "r", 50ms));
+            built.push_back(sem::fair_release_keeping_place(lease, "r", 50ms));
+            built.push_back(sem::set_limit_request(name, 4, "c", 1000ms, 50ms));
+            for (const auto strategy : {redlock::rate_strategy::gcra, redlock::rate_strategy::fixed_window,
+                                        redlock::rate_strategy::sliding_window})
+                built.push_back(detail::rate_scripts::decision_request(
+                    name, {.strategy = strategy, .rate = 10, .burst = strategy == redlock::rate_strategy::gcra ? 2 : 0},
+                    1));
+            for (const bool add : {true, false})
+                built.push_back(std::move(detail::bloom_request(name, 1000, 3, {"item"}, add)->req));
+            built.push_back(detail::store_request(name, 9, "rlc1 v 9 0 0 0\n", 1000ms));
+            for (std::size_t i = 0; i < built.size(); ++i)
+                BOOST_TEST(keys_outside_one_slot(built[i]).empty(),
+                           "request " << i << ": " << keys_outside_one_slot(built[i]));
+        }
+    }
+    // The resource side's keys are the user's: a guard and keys that share a hash tag share a slot.
+    redlock::fenced_write write("{account:42}:fence", 9);
+    write.command("SET", "{account:42}:balance", {"10"});
+    BOOST_TEST(keys_outside_one_slot(write.to_request()).empty());
+    // And the check can fail: keys without a common tag are in different slots.
+    redlock::fenced_write apart("guard", 9);
+    apart.command("SET", "balance", {"10"});
+    BOOST_TEST(!keys_outside_one_slot(apart.to_request()).empty());
 }
