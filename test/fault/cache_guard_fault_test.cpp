@@ -10,9 +10,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
-#include <common/helper_process.hpp>
-#include <common/redis_node.hpp>
-#include <common/subprocess.hpp>
+#include <common/processes/helper_process.hpp>
+#include <common/processes/subprocess.hpp>
+#include <common/servers/redis_node.hpp>
 #include <csignal>
 #include <memory>
 #include <string>

@@ -8,11 +8,11 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <common/fault_proxy.hpp>
-#include <common/lock_checks.hpp>
-#include <common/redis_node.hpp>
+#include <common/fakes/scripted_server.hpp>
 #include <common/run_coro.hpp>
-#include <common/scripted_server.hpp>
+#include <common/servers/fault_proxy.hpp>
+#include <common/servers/lock_checks.hpp>
+#include <common/servers/redis_node.hpp>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;

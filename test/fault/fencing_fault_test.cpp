@@ -10,10 +10,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
-#include <common/lock_checks.hpp>
-#include <common/redis_node.hpp>
+#include <common/processes/subprocess.hpp>
 #include <common/run_coro.hpp>
-#include <common/subprocess.hpp>
+#include <common/servers/lock_checks.hpp>
+#include <common/servers/redis_node.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <memory>

@@ -6,9 +6,9 @@
 
 #include <cerrno>
 #include <chrono>
-#include <common/raw_client.hpp>
-#include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <common/servers/raw_client.hpp>
+#include <common/servers/redis_node.hpp>
 #include <filesystem>
 #include <signal.h>
 #include <string>

@@ -2,9 +2,9 @@
 // read-modify-write increments of a counter on a Redis node of its own, under the Redlock mutex over 5 nodes,
 // while the test kills one lock node and pauses another mid-run (and, in a variant, restarts the killed one
 // empty while the lock is in use). No update is lost, and increments continue through the faults.
-#include <common/exclusion_run.hpp>
-#include <common/helper_process.hpp>
-#include <common/subprocess.hpp>
+#include <common/processes/exclusion_run.hpp>
+#include <common/processes/helper_process.hpp>
+#include <common/processes/subprocess.hpp>
 #include <csignal>
 
 using namespace redlock::test::exclusion;

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <common/redis_node.hpp>
-#include <common/subprocess.hpp>
+#include <common/processes/subprocess.hpp>
+#include <common/servers/redis_node.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>

@@ -13,11 +13,11 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <common/helper_process.hpp>
-#include <common/lock_checks.hpp>
-#include <common/redis_node.hpp>
+#include <common/processes/helper_process.hpp>
+#include <common/processes/subprocess.hpp>
 #include <common/run_coro.hpp>
-#include <common/subprocess.hpp>
+#include <common/servers/lock_checks.hpp>
+#include <common/servers/redis_node.hpp>
 #include <csignal>
 #include <memory>
 #include <optional>

@@ -6,8 +6,8 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <common/redis_node.hpp>
-#include <common/subprocess.hpp>
+#include <common/processes/subprocess.hpp>
+#include <common/servers/redis_node.hpp>
 #include <csignal>
 #include <regex>
 #include <thread>

@@ -14,8 +14,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
-#include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <common/servers/redis_node.hpp>
 #include <memory>
 #include <optional>
 #include <string>

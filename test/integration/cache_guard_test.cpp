@@ -15,9 +15,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <common/lock_checks.hpp>
-#include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <common/servers/lock_checks.hpp>
+#include <common/servers/redis_node.hpp>
 #include <memory>
 #include <optional>
 #include <stdexcept>

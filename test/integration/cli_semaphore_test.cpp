@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <common/redis_node.hpp>
+#include <common/processes/subprocess.hpp>
 #include <common/run_coro.hpp>
-#include <common/subprocess.hpp>
+#include <common/servers/redis_node.hpp>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>

@@ -5,10 +5,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
-#include <common/fair_queue.hpp>
-#include <common/redis_node.hpp>
+#include <common/models/fair_queue.hpp>
+#include <common/processes/subprocess.hpp>
 #include <common/run_coro.hpp>
-#include <common/subprocess.hpp>
+#include <common/servers/redis_node.hpp>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>

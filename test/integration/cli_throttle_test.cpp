@@ -5,9 +5,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
-#include <common/redis_node.hpp>
+#include <common/processes/subprocess.hpp>
 #include <common/run_coro.hpp>
-#include <common/subprocess.hpp>
+#include <common/servers/redis_node.hpp>
 #include <csignal>
 #include <filesystem>
 #include <sstream>

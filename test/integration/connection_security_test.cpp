@@ -6,10 +6,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <common/redis_node.hpp>
+#include <common/fakes/scripted_server.hpp>
 #include <common/run_coro.hpp>
-#include <common/scripted_server.hpp>
-#include <common/tls_files.hpp>
+#include <common/servers/redis_node.hpp>
+#include <common/servers/tls_files.hpp>
 
 namespace asio = boost::asio;
 using redlock::error;

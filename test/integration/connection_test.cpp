@@ -12,8 +12,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
-#include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <common/servers/redis_node.hpp>
 #include <future>
 
 namespace asio = boost::asio;

@@ -12,10 +12,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
-#include <common/http_client.hpp>
-#include <common/redis_node.hpp>
-#include <common/service_process.hpp>
-#include <common/subprocess.hpp>
+#include <common/processes/http_client.hpp>
+#include <common/processes/service_process.hpp>
+#include <common/processes/subprocess.hpp>
+#include <common/servers/redis_node.hpp>
 #include <set>
 #include <string>
 #include <vector>

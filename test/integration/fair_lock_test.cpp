@@ -14,15 +14,15 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
-#include <common/fair_queue.hpp>
-#include <common/frozen_process.hpp>
-#include <common/helper_process.hpp>
-#include <common/lock_checks.hpp>
-#include <common/node_setups.hpp>
-#include <common/redis_node.hpp>
+#include <common/models/fair_queue.hpp>
+#include <common/models/slow_fair_waiters.hpp>
+#include <common/processes/frozen_process.hpp>
+#include <common/processes/helper_process.hpp>
+#include <common/processes/subprocess.hpp>
 #include <common/run_coro.hpp>
-#include <common/slow_fair_waiters.hpp>
-#include <common/subprocess.hpp>
+#include <common/servers/lock_checks.hpp>
+#include <common/servers/node_setups.hpp>
+#include <common/servers/redis_node.hpp>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -356,7 +356,7 @@ BOOST_DATA_TEST_CASE(a_live_waiter_is_never_evicted_however_long_it_waits, data:
 
 namespace {
 
-// How the scenario of test/common/slow_fair_waiters.hpp takes a fair lock.
+// How the scenario of test/common/models/slow_fair_waiters.hpp takes a fair lock.
 struct lock_kind {
     static asio::awaitable<std::tuple<error_code, redlock::lease>> take(redlock::client& c, std::string name,
                                                                         redlock::lock_options o,
@@ -378,7 +378,8 @@ struct lock_kind {
 // observer on the nodes themselves (not behind the proxies) reads every heartbeat for the whole wait: none comes
 // later than a waiter TTL after the one before, no waiter leaves the queue before it is served, and then the
 // grants follow the tickets. A run that failed while the machine did not keep up (a PING through a proxy slower than
-// the node timeout, or the event loop 100 ms late) runs again, up to 3 times (test/common/slow_fair_waiters.hpp).
+// the node timeout, or the event loop 100 ms late) runs again, up to 3 times
+// (test/common/models/slow_fair_waiters.hpp).
 BOOST_DATA_TEST_CASE(fair_waiters_of_one_client_on_slow_nodes_heartbeat_in_time_whatever_the_gate, data::make({1, 3}),
                      n)
 {

@@ -13,12 +13,12 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <common/frozen_process.hpp>
-#include <common/lock_checks.hpp>
-#include <common/node_setups.hpp>
-#include <common/redis_node.hpp>
+#include <common/models/slow_fair_waiters.hpp>
+#include <common/processes/frozen_process.hpp>
 #include <common/run_coro.hpp>
-#include <common/slow_fair_waiters.hpp>
+#include <common/servers/lock_checks.hpp>
+#include <common/servers/node_setups.hpp>
+#include <common/servers/redis_node.hpp>
 #include <thread>
 
 namespace asio = boost::asio;
@@ -269,7 +269,7 @@ BOOST_DATA_TEST_CASE(dead_waiters_at_the_head_stop_blocking_within_one_waiter_tt
 
 namespace {
 
-// How the scenario of test/common/slow_fair_waiters.hpp takes a permit of a fair semaphore of one.
+// How the scenario of test/common/models/slow_fair_waiters.hpp takes a permit of a fair semaphore of one.
 struct semaphore_kind {
     static asio::awaitable<std::tuple<error_code, redlock::permit>> take(redlock::client& c, std::string name,
                                                                          redlock::lock_options o,
@@ -293,7 +293,8 @@ struct semaphore_kind {
 // As fair_lock_test's test of the same name: six fair waiters of one client on slow nodes (each request and each
 // reply 40 % of a node timeout late), with the shortest waiter TTL accepted, while another client holds the one
 // permit. An observer on the nodes themselves sees every heartbeat come within a waiter TTL of the one before and no
-// waiter leave the queue before it is served; then the permits follow the tickets (test/common/slow_fair_waiters.hpp).
+// waiter leave the queue before it is served; then the permits follow the tickets
+// (test/common/models/slow_fair_waiters.hpp).
 BOOST_DATA_TEST_CASE(fair_waiters_of_one_client_on_slow_nodes_heartbeat_in_time_whatever_the_gate, data::make({1, 3}),
                      n)
 {

@@ -8,9 +8,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
-#include <common/lock_checks.hpp>
-#include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <common/servers/lock_checks.hpp>
+#include <common/servers/redis_node.hpp>
 #include <set>
 
 namespace asio = boost::asio;

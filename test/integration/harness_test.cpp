@@ -11,12 +11,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <common/fault_proxy.hpp>
-#include <common/raw_client.hpp>
-#include <common/redis_node.hpp>
+#include <common/fakes/scripted_server.hpp>
 #include <common/run_coro.hpp>
-#include <common/scripted_server.hpp>
-#include <common/tls_files.hpp>
+#include <common/servers/fault_proxy.hpp>
+#include <common/servers/raw_client.hpp>
+#include <common/servers/redis_node.hpp>
+#include <common/servers/tls_files.hpp>
 #include <filesystem>
 #include <set>
 #include <string>

@@ -16,7 +16,7 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <common/redis_node.hpp>
+#include <common/servers/redis_node.hpp>
 #include <lua/all.hpp>
 #include <string>
 #include <string_view>

@@ -2,9 +2,9 @@
 // read-modify-write increments (GET, pause, SET) of a counter kept on a Redis node of its own, each under the
 // Redlock mutex over 5 nodes; no update is lost. Control runs without the lock lose updates: the check can
 // see a violation.
-#include <common/exclusion_run.hpp>
-#include <common/helper_process.hpp>
-#include <common/subprocess.hpp>
+#include <common/processes/exclusion_run.hpp>
+#include <common/processes/helper_process.hpp>
+#include <common/processes/subprocess.hpp>
 
 using namespace redlock::test::exclusion;
 using redlock::test::cluster;

@@ -13,10 +13,10 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <common/fault_proxy.hpp>
-#include <common/lock_checks.hpp>
-#include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <common/servers/fault_proxy.hpp>
+#include <common/servers/lock_checks.hpp>
+#include <common/servers/redis_node.hpp>
 #include <sstream>
 
 namespace asio = boost::asio;

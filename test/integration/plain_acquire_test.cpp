@@ -10,9 +10,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <common/lock_checks.hpp>
-#include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <common/servers/lock_checks.hpp>
+#include <common/servers/redis_node.hpp>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;

@@ -11,10 +11,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
-#include <common/lock_checks.hpp>
-#include <common/rate_models.hpp>
-#include <common/redis_node.hpp>
+#include <common/models/rate_models.hpp>
 #include <common/run_coro.hpp>
+#include <common/servers/lock_checks.hpp>
+#include <common/servers/redis_node.hpp>
 #include <sstream>
 #include <thread>
 

@@ -15,10 +15,10 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <common/lock_checks.hpp>
-#include <common/node_setups.hpp>
-#include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <common/servers/lock_checks.hpp>
+#include <common/servers/node_setups.hpp>
+#include <common/servers/redis_node.hpp>
 
 namespace asio = boost::asio;
 namespace data = boost::unit_test::data;

@@ -11,10 +11,10 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <common/fair_queue.hpp>
-#include <common/lock_checks.hpp>
-#include <common/redis_node.hpp>
+#include <common/models/fair_queue.hpp>
 #include <common/run_coro.hpp>
+#include <common/servers/lock_checks.hpp>
+#include <common/servers/redis_node.hpp>
 #include <stdexcept>
 
 namespace asio = boost::asio;

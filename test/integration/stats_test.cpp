@@ -9,10 +9,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <common/lock_checks.hpp>
-#include <common/redis_node.hpp>
+#include <common/processes/subprocess.hpp>
 #include <common/run_coro.hpp>
-#include <common/subprocess.hpp>
+#include <common/servers/lock_checks.hpp>
+#include <common/servers/redis_node.hpp>
 #include <fstream>
 #include <map>
 #include <sstream>

@@ -9,8 +9,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <common/servers/redis_node.hpp>
 #include <functional>
 #include <string>
 #include <vector>

@@ -9,9 +9,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
-#include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
-#include <common/tls_files.hpp>
+#include <common/servers/redis_node.hpp>
+#include <common/servers/tls_files.hpp>
 #include <string>
 #include <vector>
 

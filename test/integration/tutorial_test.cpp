@@ -4,8 +4,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
-#include <common/redis_node.hpp>
-#include <common/subprocess.hpp>
+#include <common/processes/subprocess.hpp>
+#include <common/servers/redis_node.hpp>
 #include <regex>
 #include <string>
 #include <vector>

@@ -17,11 +17,11 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
-#include <common/fault_proxy.hpp>
-#include <common/http_client.hpp>
-#include <common/redis_node.hpp>
-#include <common/service_process.hpp>
-#include <common/subprocess.hpp>
+#include <common/processes/http_client.hpp>
+#include <common/processes/service_process.hpp>
+#include <common/processes/subprocess.hpp>
+#include <common/servers/fault_proxy.hpp>
+#include <common/servers/redis_node.hpp>
 #include <csignal>
 #include <functional>
 #include <map>

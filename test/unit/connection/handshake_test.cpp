@@ -6,7 +6,7 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <common/resp_values.hpp>
+#include <common/fakes/resp_values.hpp>
 #include <string>
 #include <vector>
 

@@ -3,7 +3,7 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <common/resp_values.hpp>
+#include <common/fakes/resp_values.hpp>
 #include <initializer_list>
 #include <memory>
 #include <string_view>

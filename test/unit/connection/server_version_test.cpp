@@ -1,5 +1,5 @@
 // The server version from HELLO: what decides whether SET ... NX GET may be sent.
-#include "common/resp_values.hpp"
+#include "common/fakes/resp_values.hpp"
 #include "connection/server_version.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -7,7 +7,7 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <common/resp_values.hpp>
+#include <common/fakes/resp_values.hpp>
 
 using redlock::error;
 using redlock::detail::fence_maximum;

@@ -1,7 +1,7 @@
 // The lock sequence (acquire, extend, release) of redlock::mutex against fake nodes, through redlock::client
 // and its node_factory: every tally outcome with N = 1, 3 and 5, and regressions of defects found in the lease
 // machinery. No Redis.
-#include "common/fake_rig.hpp"
+#include "common/fakes/fake_rig.hpp"
 #include "common/run_coro.hpp"
 
 #include <redlock/client.hpp>

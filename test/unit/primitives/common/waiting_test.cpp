@@ -1,7 +1,7 @@
 // How an acquire waits, against fake nodes: every retry has a cause (a release message, the holder's TTL, a
 // timed retry without subscriptions), no release is lost whenever it lands, and one release wakes one waiter.
 // The waits are long (a 60 s holder TTL, 10 s retry delays): a lost wake-up fails the test by its deadline.
-#include "common/fake_rig.hpp"
+#include "common/fakes/fake_rig.hpp"
 
 #include <redlock/key_layout.hpp>
 #include <redlock/mutex.hpp>

@@ -8,7 +8,7 @@
 // a waiter that subscribes and gives up after a few ms, so its channels linger; then the test's thread, which does
 // not run the io_context, drops the mutex and the client at a jittered moment around the sweep or around the late
 // answers, while two threads run the io_context.
-#include "common/resp_values.hpp"
+#include "common/fakes/resp_values.hpp"
 #include "primitives/common/client_impl.hpp"
 
 #include <redlock/client.hpp>

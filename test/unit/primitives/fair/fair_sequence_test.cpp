@@ -1,7 +1,7 @@
 // The fair lock's sequence against fake nodes: how a waiter over N nodes chooses its ticket (1 + the highest
 // counter among a quorum's answers), gives back what its first attempt may hold, and asks again with the
 // ticket; and a try-lock that takes no ticket and leaves no trace.
-#include "common/fake_rig.hpp"
+#include "common/fakes/fake_rig.hpp"
 
 #include <redlock/mutex.hpp>
 

@@ -3,7 +3,7 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <common/resp_values.hpp>
+#include <common/fakes/resp_values.hpp>
 
 using redlock::detail::vote;
 namespace scripts = redlock::detail::plain_scripts;

@@ -6,8 +6,8 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <common/rate_models.hpp>
-#include <common/resp_values.hpp>
+#include <common/fakes/resp_values.hpp>
+#include <common/models/rate_models.hpp>
 #include <limits>
 
 namespace scripts = redlock::detail::rate_scripts;

@@ -1,7 +1,7 @@
 // The rate limiter's calls against a fake node: bad arguments fail before any I/O and never inline, a client of
 // N > 1 nodes is refused, acquire sleeps exactly the retry_after it was told (no polling), gives up at once
 // when the wait cannot cover it, retries failed calls until the wait runs out, and stops when cancelled.
-#include "common/fake_rig.hpp"
+#include "common/fakes/fake_rig.hpp"
 
 #include <redlock/rate_limiter.hpp>
 

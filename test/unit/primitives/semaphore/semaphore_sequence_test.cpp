@@ -1,6 +1,6 @@
 // The semaphore's sequence against fake nodes: the quorum follows the limit the nodes report (up and down), a
 // failed attempt gives back its units wherever it may hold them, and how the scripts' replies read.
-#include "common/fake_rig.hpp"
+#include "common/fakes/fake_rig.hpp"
 #include "primitives/semaphore/semaphore_scripts.hpp"
 
 #include <redlock/semaphore.hpp>

@@ -4,7 +4,7 @@
 
 #include <redlock/key_layout.hpp>
 
-#include <common/redis_node.hpp>
+#include <common/servers/redis_node.hpp>
 #include <cstdint>
 #include <istream>
 #include <set>

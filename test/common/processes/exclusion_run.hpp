@@ -16,8 +16,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <common/servers/redis_node.hpp>
 #include <exception>
 #include <filesystem>
 #include <future>

@@ -10,7 +10,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <common/redis_node.hpp>
+#include <common/servers/redis_node.hpp>
 #include <cstdint>
 #include <map>
 #include <mutex>

@@ -1,5 +1,5 @@
 #include "common/embedded_script.hpp"
-#include "common/fake_node.hpp"
+#include "common/fakes/fake_node.hpp"
 #include "lua/common.hpp"
 #include "lua/mutex.hpp"
 

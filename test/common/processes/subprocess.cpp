@@ -1,5 +1,5 @@
 #include <cerrno>
-#include <common/subprocess.hpp>
+#include <common/processes/subprocess.hpp>
 #include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>

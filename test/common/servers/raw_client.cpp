@@ -2,7 +2,7 @@
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
 
-#include <common/raw_client.hpp>
+#include <common/servers/raw_client.hpp>
 #include <optional>
 
 namespace redlock::test {

@@ -7,8 +7,8 @@
 
 #include <array>
 #include <atomic>
-#include <common/fault_proxy.hpp>
 #include <common/io_thread.hpp>
+#include <common/servers/fault_proxy.hpp>
 #include <cstdio>
 #include <deque>
 #include <set>

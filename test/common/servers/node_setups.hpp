@@ -1,7 +1,7 @@
 // The cluster shapes a test runs on: one node, three, and three with a minority down.
 #pragma once
 
-#include "common/redis_node.hpp"
+#include "common/servers/redis_node.hpp"
 
 #include <boost/test/data/monomorphic.hpp>
 

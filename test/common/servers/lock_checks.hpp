@@ -13,8 +13,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <common/redis_node.hpp>
 #include <common/run_coro.hpp>
+#include <common/servers/redis_node.hpp>
 #include <sstream>
 #include <string>
 #include <vector>

@@ -8,8 +8,8 @@
 #include <array>
 #include <atomic>
 #include <charconv>
+#include <common/fakes/scripted_server.hpp>
 #include <common/io_thread.hpp>
-#include <common/scripted_server.hpp>
 #include <cstdio>
 #include <set>
 

@@ -8,10 +8,10 @@
 #include <boost/asio/write.hpp>
 
 #include <cerrno>
-#include <common/raw_client.hpp>
-#include <common/redis_node.hpp>
-#include <common/subprocess.hpp>
-#include <common/tls_files.hpp>
+#include <common/processes/subprocess.hpp>
+#include <common/servers/raw_client.hpp>
+#include <common/servers/redis_node.hpp>
+#include <common/servers/tls_files.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>

@@ -11,7 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <common/queue_watch.hpp>
+#include <common/models/queue_watch.hpp>
 #include <exception>
 #include <utility>
 

@@ -5,7 +5,7 @@
 // Single-threaded use: the io_context that runs the client must run on one thread (the test's).
 #pragma once
 
-#include "common/resp_values.hpp"
+#include "common/fakes/resp_values.hpp"
 
 #include <redlock/node.hpp>
 

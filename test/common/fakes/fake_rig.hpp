@@ -1,7 +1,7 @@
 // One redlock::client over N fake nodes on a single-threaded io_context, and the waits its tests need.
 #pragma once
 
-#include "common/fake_node.hpp"
+#include "common/fakes/fake_node.hpp"
 #include "common/run_coro.hpp"
 
 #include <redlock/client.hpp>

@@ -13,11 +13,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <common/fault_proxy.hpp>
-#include <common/lock_checks.hpp>
-#include <common/queue_watch.hpp>
-#include <common/redis_node.hpp>
+#include <common/models/queue_watch.hpp>
 #include <common/run_coro.hpp>
+#include <common/servers/fault_proxy.hpp>
+#include <common/servers/lock_checks.hpp>
+#include <common/servers/redis_node.hpp>
 #include <memory>
 #include <sstream>
 #include <string>

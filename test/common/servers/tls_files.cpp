@@ -1,5 +1,5 @@
-#include <common/subprocess.hpp>
-#include <common/tls_files.hpp>
+#include <common/processes/subprocess.hpp>
+#include <common/servers/tls_files.hpp>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>

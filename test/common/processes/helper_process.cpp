@@ -1,5 +1,5 @@
-#include <common/helper_process.hpp>
-#include <common/subprocess.hpp>
+#include <common/processes/helper_process.hpp>
+#include <common/processes/subprocess.hpp>
 #include <signal.h>
 #include <thread>
 
