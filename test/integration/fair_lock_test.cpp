@@ -23,6 +23,7 @@
 #include <common/servers/lock_checks.hpp>
 #include <common/servers/node_setups.hpp>
 #include <common/servers/redis_node.hpp>
+#include <common/servers/redis_rig.hpp>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -37,6 +38,7 @@ using redlock::error;
 using redlock::error_code;
 using redlock::test::cluster;
 using redlock::test::configs;
+using redlock::test::redis_rig;
 using redlock::test::run_coro;
 using redlock::test::sleep_for;
 using steady = std::chrono::steady_clock;
@@ -92,12 +94,7 @@ asio::awaitable<bool> until_queued(const redlock::test::redis_node& node, std::s
 // 3 clients x 20 waiters, each started once the one before it is queued: the grants come in that order.
 BOOST_DATA_TEST_CASE(grants_follow_the_order_of_arrival_across_clients, setups, s)
 {
-    cluster nodes(static_cast<std::size_t>(s.nodes));
-    redlock::test::stop_minority(nodes, s);
-    asio::io_context ctx;
-    std::vector<std::unique_ptr<redlock::client>> clients;
-    for (int i = 0; i < 4; ++i)
-        clients.push_back(std::make_unique<redlock::client>(ctx.get_executor(), configs(nodes)));
+    redis_rig rig(s, 4);
     constexpr int waiters = 60;
     std::vector<int> grants;
     std::vector<std::string> failures;
@@ -116,16 +113,16 @@ BOOST_DATA_TEST_CASE(grants_follow_the_order_of_arrival_across_clients, setups, 
         --inside;
         co_await held.async_release(use_tuple);
     };
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        for (auto& c : clients) co_await c->async_connect(asio::use_awaitable);
-        redlock::mutex m(*clients[3], key, fair());
+    rig.run([&]() -> asio::awaitable<void> {
+        for (auto& c : rig.clients) co_await c->async_connect(asio::use_awaitable);
+        redlock::mutex m(*rig.clients[3], key, fair());
         auto [ec, holder] = co_await m.async_lock(use_tuple);
         BOOST_REQUIRE_MESSAGE(!ec, ec.message());
         for (int i = 0; i < waiters; ++i) {
-            asio::co_spawn(ctx, waiter(*clients[static_cast<std::size_t>(i % 3)], i), asio::detached);
-            const bool joined = co_await until_queued(nodes[0], static_cast<std::size_t>(i + 1));
+            asio::co_spawn(rig.ctx, waiter(*rig.clients[static_cast<std::size_t>(i % 3)], i), asio::detached);
+            const bool joined = co_await until_queued(rig.nodes[0], static_cast<std::size_t>(i + 1));
             if (!joined) {
-                const auto why = not_joined(nodes[0], i, failures);
+                const auto why = not_joined(rig.nodes[0], i, failures);
                 BOOST_FAIL(why);
             }
         }
@@ -248,18 +245,15 @@ BOOST_DATA_TEST_CASE(grants_across_processes_follow_the_ticket_order, data::make
 // however many they are (not one TTL each).
 BOOST_DATA_TEST_CASE(dead_waiters_ahead_stop_blocking_within_one_waiter_ttl, setups, s)
 {
-    cluster nodes(static_cast<std::size_t>(s.nodes));
-    redlock::test::stop_minority(nodes, s);
     constexpr auto waiter_ttl = 1000ms;
     constexpr int dead = 5;
-
-    redlock::test::frozen_process frozen(configs(nodes));
+    redis_rig rig(s, 2);
+    auto& live = rig.client(0);
+    auto& holder_client = rig.client(1);
+    redlock::test::frozen_process frozen(configs(rig.nodes));
     steady::time_point last_heartbeat;
 
-    asio::io_context ctx;
-    redlock::client live(ctx.get_executor(), configs(nodes));
-    redlock::client holder_client(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    rig.run([&]() -> asio::awaitable<void> {
         co_await live.async_connect(asio::use_awaitable);
         co_await holder_client.async_connect(asio::use_awaitable);
         redlock::mutex m(holder_client, key, fair());
@@ -270,7 +264,7 @@ BOOST_DATA_TEST_CASE(dead_waiters_ahead_stop_blocking_within_one_waiter_ttl, set
         for (int i = 0; i < dead; ++i) {
             redlock::mutex(frozen.client(), key, fair(60'000ms, waiter_ttl)).async_lock([](error_code, redlock::lease) {
             });
-            BOOST_REQUIRE(co_await until_queued(nodes[0], static_cast<std::size_t>(i + 1)));
+            BOOST_REQUIRE(co_await until_queued(rig.nodes[0], static_cast<std::size_t>(i + 1)));
         }
         frozen.freeze();
         last_heartbeat = steady::now();
@@ -284,7 +278,7 @@ BOOST_DATA_TEST_CASE(dead_waiters_ahead_stop_blocking_within_one_waiter_ttl, set
             granted = steady::now();
             got = std::move(l);
         });
-        BOOST_REQUIRE(co_await until_queued(nodes[0], dead + 1));
+        BOOST_REQUIRE(co_await until_queued(rig.nodes[0], dead + 1));
         co_await holder.async_release(use_tuple);
         while (!granted && steady::now() - last_heartbeat < 20s) co_await sleep_for(10ms);
         BOOST_REQUIRE(granted.has_value());
@@ -293,7 +287,7 @@ BOOST_DATA_TEST_CASE(dead_waiters_ahead_stop_blocking_within_one_waiter_ttl, set
         // One waiter TTL, and the live waiter's heartbeat (a third of it) to notice: never 5 TTLs.
         BOOST_TEST((after < waiter_ttl + waiter_ttl / 3 + 700ms), after.count() << " ms");
         // The dead were dropped (node 0 may answer the grant after the quorum decided: its script then drops them).
-        BOOST_TEST(co_await until_queued(nodes[0], 1));
+        BOOST_TEST(co_await until_queued(rig.nodes[0], 1));
         co_await got.async_release(use_tuple);
     });
 }
@@ -302,26 +296,23 @@ BOOST_DATA_TEST_CASE(dead_waiters_ahead_stop_blocking_within_one_waiter_ttl, set
 // keeps its place on every node, sampled all along: a later waiter is not served before it.
 BOOST_DATA_TEST_CASE(a_live_waiter_is_never_evicted_however_long_it_waits, data::make({1, 3}), n)
 {
-    cluster nodes(static_cast<std::size_t>(n));
+    redis_rig rig(n);
 #ifdef REDLOCK_TEST_SANITIZED
     const std::chrono::seconds hold = 10s;
 #else
     // Thirty waiter TTLs on three nodes, twenty on one: the file stays well inside its ctest timeout.
     const std::chrono::seconds hold = n == 3 ? 30s : 20s;
 #endif
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
     std::vector<int> grants;
-    run_coro(
-        ctx,
+    rig.run(
         [&]() -> asio::awaitable<void> {
-            co_await c.async_connect(asio::use_awaitable);
+            co_await rig.client().async_connect(asio::use_awaitable);
             // A waiter TTL of 1 s, not shorter: each sample runs redis-cli on this thread, which sends the heartbeats
             // too.
             auto o = fair(90'000ms, 1000ms);
             o.watchdog = true;
             o.ttl = 3000ms;
-            redlock::mutex m(c, key, o);
+            redlock::mutex m(rig.client(), key, o);
             auto [ec, holder] = co_await m.async_lock(use_tuple);
             BOOST_REQUIRE_MESSAGE(!ec, ec.message());
             auto waiter = [&](int index) -> asio::awaitable<void> {
@@ -330,18 +321,18 @@ BOOST_DATA_TEST_CASE(a_live_waiter_is_never_evicted_however_long_it_waits, data:
                 grants.push_back(index);
                 co_await held.async_release(use_tuple);
             };
-            asio::co_spawn(ctx, waiter(1), asio::detached);
-            for (std::size_t i = 0; i < nodes.size(); ++i) BOOST_REQUIRE(co_await until_queued(nodes[i], 1));
-            asio::co_spawn(ctx, waiter(2), asio::detached);
-            for (std::size_t i = 0; i < nodes.size(); ++i) BOOST_REQUIRE(co_await until_queued(nodes[i], 2));
+            asio::co_spawn(rig.ctx, waiter(1), asio::detached);
+            for (std::size_t i = 0; i < rig.nodes.size(); ++i) BOOST_REQUIRE(co_await until_queued(rig.nodes[i], 1));
+            asio::co_spawn(rig.ctx, waiter(2), asio::detached);
+            for (std::size_t i = 0; i < rig.nodes.size(); ++i) BOOST_REQUIRE(co_await until_queued(rig.nodes[i], 2));
             std::size_t samples = 0, short_queues = 0;
             for (const auto end = steady::now() + hold; steady::now() < end;) {
                 co_await sleep_for(20ms);
-                for (std::size_t i = 0; i < nodes.size(); ++i) {
+                for (std::size_t i = 0; i < rig.nodes.size(); ++i) {
                     ++samples;
-                    if (queued(nodes[i]) != 2u) {
+                    if (queued(rig.nodes[i]) != 2u) {
                         ++short_queues;
-                        BOOST_TEST_MESSAGE("a waiter was missing: " << queue_dump(nodes[i]));
+                        BOOST_TEST_MESSAGE("a waiter was missing: " << queue_dump(rig.nodes[i]));
                     }
                 }
             }
@@ -403,17 +394,15 @@ BOOST_DATA_TEST_CASE(fair_waiters_of_one_client_on_slow_nodes_heartbeat_in_time_
 // and the lock, rather than everyone waiting on a place no quorum knows.
 BOOST_AUTO_TEST_CASE(a_waiter_queued_on_a_minority_only_does_not_block_the_others)
 {
-    cluster nodes(3);
-    nodes[0].cli({"ZADD", "{fifo}:queue", "1", "elsewhere"});
-    nodes[0].cli({"EVAL",
-                  "local t = redis.call('TIME') return redis.call('ZADD', KEYS[1], t[1] * 1000 + 60000, ARGV[1])", "1",
-                  "{fifo}:alive", "elsewhere"});
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await c.async_connect(asio::use_awaitable);
+    redis_rig rig(3);
+    rig.nodes[0].cli({"ZADD", "{fifo}:queue", "1", "elsewhere"});
+    rig.nodes[0].cli({"EVAL",
+                      "local t = redis.call('TIME') return redis.call('ZADD', KEYS[1], t[1] * 1000 + 60000, ARGV[1])",
+                      "1", "{fifo}:alive", "elsewhere"});
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
         redlock::diagnostics diag;
-        redlock::mutex m(c, key, fair(2000ms));
+        redlock::mutex m(rig.client(), key, fair(2000ms));
         auto [ec, held] = co_await m.async_lock(diag, use_tuple);
         BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << diag.message());
         BOOST_TEST(diag.waiting().attempts == 1u);
@@ -425,13 +414,11 @@ BOOST_AUTO_TEST_CASE(a_waiter_queued_on_a_minority_only_does_not_block_the_other
 // waited for: the next waiter gets the free lock at once.
 BOOST_AUTO_TEST_CASE(a_head_without_a_heartbeat_does_not_block)
 {
-    cluster nodes(1);
-    nodes[0].cli({"ZADD", "{fifo}:queue", "0", "ghost"});
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(1);
+    rig.nodes[0].cli({"ZADD", "{fifo}:queue", "0", "ghost"});
+    rig.run([&]() -> asio::awaitable<void> {
         redlock::diagnostics diag;
-        redlock::mutex m(c, key, fair(2000ms));
+        redlock::mutex m(rig.client(), key, fair(2000ms));
         auto [ec, held] = co_await m.async_lock(diag, use_tuple);
         BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << diag.message());
         BOOST_TEST(diag.waiting().attempts == 1u);
@@ -469,33 +456,30 @@ BOOST_AUTO_TEST_CASE(a_short_waiter_ttl_does_not_shorten_the_ticket_counters_lif
 
 BOOST_DATA_TEST_CASE(a_cancelled_waiter_leaves_the_queue_at_once_and_an_idle_lock_leaves_nothing, setups, s)
 {
-    cluster nodes(static_cast<std::size_t>(s.nodes));
-    redlock::test::stop_minority(nodes, s);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await c.async_connect(asio::use_awaitable);
+    redis_rig rig(s);
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
         auto o = fair(60'000ms, 300ms);
         o.node_timeout = 90ms;  // a waiter TTL must be above 3 node timeouts
-        redlock::mutex m(c, key, o);
+        redlock::mutex m(rig.client(), key, o);
         auto [ec, holder] = co_await m.async_lock(use_tuple);
         BOOST_REQUIRE_MESSAGE(!ec, ec.message());
         asio::cancellation_signal cancel;
         std::optional<error_code> result;
         m.async_lock(asio::bind_cancellation_slot(cancel.slot(), [&](error_code e, redlock::lease) { result = e; }));
-        BOOST_REQUIRE(co_await until_queued(nodes[0], 1));
+        BOOST_REQUIRE(co_await until_queued(rig.nodes[0], 1));
         cancel.emit(asio::cancellation_type::terminal);
         // Well before its 300 ms waiter TTL could drop it.
         const auto cancelled = steady::now();
-        BOOST_TEST(co_await until_queued(nodes[0], 0));
+        BOOST_TEST(co_await until_queued(rig.nodes[0], 0));
         BOOST_TEST((steady::now() - cancelled < 200ms));
         BOOST_TEST((result && *result == asio::error::operation_aborted));
         co_await holder.async_release(use_tuple);
         // Every key of the queue expires within two waiter TTLs of its last write.
         co_await sleep_for(1000ms);
-        for (std::size_t i = 0; i < nodes.size(); ++i)
-            if (nodes[i].running())
-                BOOST_TEST(nodes[i].cli({"EXISTS", key, "{fifo}:queue", "{fifo}:alive", "{fifo}:ticket"}) == "0");
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i)
+            if (rig.nodes[i].running())
+                BOOST_TEST(rig.nodes[i].cli({"EXISTS", key, "{fifo}:queue", "{fifo}:alive", "{fifo}:ticket"}) == "0");
     });
 }
 
@@ -503,11 +487,10 @@ BOOST_DATA_TEST_CASE(a_cancelled_waiter_leaves_the_queue_at_once_and_an_idle_loc
 // on three (read by a quorum, then committed).
 BOOST_DATA_TEST_CASE(a_fair_lock_issues_increasing_fencing_tokens, data::make({1, 3}), n)
 {
-    cluster nodes(static_cast<std::size_t>(n));
-    asio::io_context ctx;
-    redlock::client a(ctx.get_executor(), configs(nodes));
-    redlock::client b(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(n, 2);
+    auto& a = rig.client(0);
+    auto& b = rig.client(1);
+    rig.run([&]() -> asio::awaitable<void> {
         co_await a.async_connect(asio::use_awaitable);
         co_await b.async_connect(asio::use_awaitable);
         auto o = fair();

@@ -8,26 +8,24 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <common/models/slow_fair_waiters.hpp>
 #include <common/processes/frozen_process.hpp>
-#include <common/run_coro.hpp>
 #include <common/servers/lock_checks.hpp>
 #include <common/servers/node_setups.hpp>
 #include <common/servers/redis_node.hpp>
+#include <common/servers/redis_rig.hpp>
 #include <thread>
 
 namespace asio = boost::asio;
 namespace data = boost::unit_test::data;
 using namespace std::chrono_literals;
 using redlock::error_code;
-using redlock::test::cluster;
 using redlock::test::configs;
-using redlock::test::run_coro;
+using redlock::test::redis_rig;
 using redlock::test::sleep_for;
 using steady = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
@@ -74,13 +72,8 @@ const auto setups =
 // in the clients, which share one thread.
 BOOST_DATA_TEST_CASE(permits_are_granted_in_the_order_of_arrival_across_clients, setups, s)
 {
-    cluster nodes(static_cast<std::size_t>(s.nodes));
-    redlock::test::stop_minority(nodes, s);
-    asio::io_context ctx;
-    std::vector<std::unique_ptr<redlock::client>> clients;
-    for (int i = 0; i < 3; ++i)
-        clients.push_back(std::make_unique<redlock::client>(ctx.get_executor(), configs(nodes)));
-    redlock::client holders(ctx.get_executor(), configs(nodes));
+    redis_rig rig(s, 4);  // three for the waiters, the last for the holders
+    auto& holders = rig.client(3);
     constexpr int waiters = 30;
     std::vector<int> grants;
     std::vector<long long> granted_at(waiters, 0);  // node 0's score of each waiter's permit: grant time + ttl
@@ -95,23 +88,21 @@ BOOST_DATA_TEST_CASE(permits_are_granted_in_the_order_of_arrival_across_clients,
             co_return;
         }
         grants.push_back(index);
-        granted_at[static_cast<std::size_t>(index)] = std::stoll(nodes[0].cli({"ZSCORE", name, p.id()}));
+        granted_at[static_cast<std::size_t>(index)] = std::stoll(rig.nodes[0].cli({"ZSCORE", name, p.id()}));
         most = std::max(most, ++inside);
         co_await sleep_for(std::chrono::milliseconds(3 + index % 7));  // permits come free out of order
         --inside;
         co_await p.async_release(use_tuple);
     };
-    run_coro(
-        ctx,
+    rig.run(
         [&]() -> asio::awaitable<void> {
-            for (auto& c : clients) co_await c->async_connect(asio::use_awaitable);
-            co_await holders.async_connect(asio::use_awaitable);
+            for (auto& c : rig.clients) co_await c->async_connect(asio::use_awaitable);  // the holders' last
             auto [e1, a] = co_await redlock::semaphore(holders, name, 2, fair()).async_acquire(use_tuple);
             auto [e2, b] = co_await redlock::semaphore(holders, name, 2, fair()).async_acquire(use_tuple);
             BOOST_REQUIRE_MESSAGE(!e1 && !e2, e1.message() << " / " << e2.message());
             for (int i = 0; i < waiters; ++i) {
-                asio::co_spawn(ctx, waiter(*clients[static_cast<std::size_t>(i % 3)], i), asio::detached);
-                BOOST_REQUIRE(co_await until_queued(nodes[0], static_cast<std::size_t>(i + 1)));
+                asio::co_spawn(rig.ctx, waiter(*rig.clients[static_cast<std::size_t>(i % 3)], i), asio::detached);
+                BOOST_REQUIRE(co_await until_queued(rig.nodes[0], static_cast<std::size_t>(i + 1)));
             }
             co_await a.async_release(use_tuple);
             co_await sleep_for(5ms);
@@ -142,12 +133,10 @@ BOOST_DATA_TEST_CASE(permits_are_granted_in_the_order_of_arrival_across_clients,
 // although one permit is free. A release lets the head in, then (one free again) the next.
 BOOST_AUTO_TEST_CASE(a_request_of_several_permits_at_the_head_waits_and_holds_back_those_behind)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await c.async_connect(asio::use_awaitable);
-        redlock::semaphore s(c, name, 3, fair());
+    redis_rig rig(3);
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        redlock::semaphore s(rig.client(), name, 3, fair());
         auto [e1, two] = co_await s.async_acquire(2, use_tuple);
         BOOST_REQUIRE_MESSAGE(!e1, e1.message());
         std::vector<std::string> order;
@@ -157,13 +146,13 @@ BOOST_AUTO_TEST_CASE(a_request_of_several_permits_at_the_head_waits_and_holds_ba
             order.push_back("head");
             head = std::move(p);
         });
-        BOOST_REQUIRE(co_await until_queued(nodes[0], 1));
+        BOOST_REQUIRE(co_await until_queued(rig.nodes[0], 1));
         s.async_acquire(1, [&](error_code e, redlock::permit p) {
             BOOST_TEST(!e, e.message());
             order.push_back("behind");
             behind = std::move(p);
         });
-        BOOST_REQUIRE(co_await until_queued(nodes[0], 2));
+        BOOST_REQUIRE(co_await until_queued(rig.nodes[0], 2));
         co_await sleep_for(500ms);
         BOOST_TEST(order.empty());  // one permit free, but the head needs two and the other comes after it
         auto [try_ec, none] = co_await s.async_try_acquire(use_tuple);
@@ -184,12 +173,11 @@ BOOST_AUTO_TEST_CASE(a_request_of_several_permits_at_the_head_waits_and_holds_ba
 // too, and a loaded machine must not make a live waiter miss three in a row.
 BOOST_DATA_TEST_CASE(a_live_waiter_keeps_its_place_however_long_it_waits, data::make({1, 3}), n)
 {
-    cluster nodes(static_cast<std::size_t>(n));
-    asio::io_context ctx;
-    redlock::client holder(ctx.get_executor(), configs(nodes));
-    redlock::client first_client(ctx.get_executor(), configs(nodes));
-    redlock::client second_client(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(n, 3);
+    auto& holder = rig.client(0);
+    auto& first_client = rig.client(1);
+    auto& second_client = rig.client(2);
+    rig.run([&]() -> asio::awaitable<void> {
         for (auto* c : {&holder, &first_client, &second_client}) co_await c->async_connect(asio::use_awaitable);
         auto [ec, held] = co_await redlock::semaphore(holder, name, 1, fair()).async_acquire(use_tuple);
         BOOST_REQUIRE_MESSAGE(!ec, ec.message());
@@ -202,18 +190,18 @@ BOOST_DATA_TEST_CASE(a_live_waiter_keeps_its_place_however_long_it_waits, data::
             order.push_back("first");
             first = std::move(p);
         });
-        BOOST_REQUIRE(co_await until_queued(nodes[0], 1));
-        const auto first_member = nodes[0].cli({"ZRANGE", queue_key, "0", "0"});
+        BOOST_REQUIRE(co_await until_queued(rig.nodes[0], 1));
+        const auto first_member = rig.nodes[0].cli({"ZRANGE", queue_key, "0", "0"});
         redlock::semaphore(second_client, name, 1, fair()).async_acquire([&](error_code e, redlock::permit p) {
             BOOST_TEST(!e, e.message());
             order.push_back("second");
             second = std::move(p);
         });
-        BOOST_REQUIRE(co_await until_queued(nodes[0], 2));
+        BOOST_REQUIRE(co_await until_queued(rig.nodes[0], 2));
         co_await sleep_for(4500ms);
-        for (std::size_t i = 0; i < nodes.size(); ++i) {
-            BOOST_TEST(queued(nodes[i]) == 2u, "node " << i);
-            BOOST_TEST(nodes[i].cli({"ZRANGE", queue_key, "0", "0"}) == first_member, "node " << i);
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i) {
+            BOOST_TEST(queued(rig.nodes[i]) == 2u, "node " << i);
+            BOOST_TEST(rig.nodes[i].cli({"ZRANGE", queue_key, "0", "0"}) == first_member, "node " << i);
         }
         BOOST_TEST(order.empty());
         co_await held.async_release(use_tuple);
@@ -232,20 +220,18 @@ BOOST_DATA_TEST_CASE(a_live_waiter_keeps_its_place_however_long_it_waits, data::
 // blocking within one waiter TTL of their last heartbeat, however many they are.
 BOOST_DATA_TEST_CASE(dead_waiters_at_the_head_stop_blocking_within_one_waiter_ttl, data::make({1, 3}), n)
 {
-    cluster nodes(static_cast<std::size_t>(n));
     constexpr auto waiter_ttl = 1000ms;
-    redlock::test::frozen_process frozen(configs(nodes));
-    asio::io_context ctx;
-    redlock::client live(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await live.async_connect(asio::use_awaitable);
-        redlock::semaphore s(live, name, 1, fair(waiter_ttl));
+    redis_rig rig(n);
+    redlock::test::frozen_process frozen(configs(rig.nodes));
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        redlock::semaphore s(rig.client(), name, 1, fair(waiter_ttl));
         auto [ec, held] = co_await s.async_acquire(use_tuple);
         BOOST_REQUIRE_MESSAGE(!ec, ec.message());
         for (int i = 0; i < 5; ++i) {
             redlock::semaphore(frozen.client(), name, 1, fair(waiter_ttl))
                 .async_acquire([](error_code, redlock::permit) {});
-            BOOST_REQUIRE(co_await until_queued(nodes[0], static_cast<std::size_t>(i + 1)));
+            BOOST_REQUIRE(co_await until_queued(rig.nodes[0], static_cast<std::size_t>(i + 1)));
         }
         frozen.freeze();
         const auto last_heartbeat = steady::now();
@@ -256,7 +242,7 @@ BOOST_DATA_TEST_CASE(dead_waiters_at_the_head_stop_blocking_within_one_waiter_tt
             granted = steady::now();
             got = std::move(p);
         });
-        BOOST_REQUIRE(co_await until_queued(nodes[0], 6));
+        BOOST_REQUIRE(co_await until_queued(rig.nodes[0], 6));
         co_await held.async_release(use_tuple);
         while (!granted && steady::now() - last_heartbeat < 20s) co_await sleep_for(10ms);
         BOOST_REQUIRE(granted.has_value());

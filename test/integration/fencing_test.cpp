@@ -11,6 +11,7 @@
 #include <common/run_coro.hpp>
 #include <common/servers/lock_checks.hpp>
 #include <common/servers/redis_node.hpp>
+#include <common/servers/redis_rig.hpp>
 #include <set>
 
 namespace asio = boost::asio;
@@ -20,6 +21,7 @@ using redlock::error;
 using redlock::fenced_write;
 using redlock::test::cluster;
 using redlock::test::configs;
+using redlock::test::redis_rig;
 using redlock::test::rotated;
 using redlock::test::run_coro;
 using redlock::test::sleep_for;
@@ -112,51 +114,48 @@ BOOST_DATA_TEST_CASE(contenders_never_share_a_token, data::make({1, 3}), n)
 
 BOOST_AUTO_TEST_CASE(the_token_stays_the_same_across_extensions_and_plain_locks_have_none)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await client.async_connect(asio::use_awaitable);
-        redlock::mutex m(client, "kept", {.ttl = 600ms, .node_timeout = 200ms, .watchdog = true, .fencing = true});
+    redis_rig rig(3);
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        redlock::mutex m(rig.client(), "kept",
+                         {.ttl = 600ms, .node_timeout = 200ms, .watchdog = true, .fencing = true});
         auto held = co_await m.async_lock(asio::use_awaitable);
         const auto token = held.fencing_token();
         BOOST_TEST(token == 1u);
         co_await sleep_for(1000ms);  // several watchdog extensions
         BOOST_TEST(!held.lost());
         BOOST_TEST(held.fencing_token() == token);
-        for (std::size_t i = 0; i < nodes.size(); ++i)
-            BOOST_TEST(nodes[i].cli({"GET", redlock::fence_counter_key("kept")}) == std::to_string(token));
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i)
+            BOOST_TEST(rig.nodes[i].cli({"GET", redlock::fence_counter_key("kept")}) == std::to_string(token));
         co_await held.async_release(asio::use_awaitable);
 
-        redlock::mutex plain(client, "kept", {.ttl = 600ms, .node_timeout = 200ms});
+        redlock::mutex plain(rig.client(), "kept", {.ttl = 600ms, .node_timeout = 200ms});
         auto unfenced = co_await plain.async_lock(asio::use_awaitable);
         BOOST_TEST(unfenced.fencing_token() == 0u);
         co_await unfenced.async_release(asio::use_awaitable);
-        BOOST_TEST(nodes[0].cli({"GET", redlock::fence_counter_key("kept")}) == std::to_string(token));
+        BOOST_TEST(rig.nodes[0].cli({"GET", redlock::fence_counter_key("kept")}) == std::to_string(token));
     });
 }
 
 BOOST_DATA_TEST_CASE(a_multi_key_token_is_above_the_tokens_of_each_key, data::make({1, 3}), n)
 {
-    cluster nodes(n);
-    asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
+    redis_rig rig(n);
     const std::vector<std::string> both_keys{"{acct}:b", "{acct}:a"};
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await client.async_connect(asio::use_awaitable);
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
         std::uint64_t a_token = 0;
         for (int i = 0; i < 3; ++i) {
-            auto held = co_await redlock::mutex(client, "{acct}:a", fenced).async_lock(asio::use_awaitable);
+            auto held = co_await redlock::mutex(rig.client(), "{acct}:a", fenced).async_lock(asio::use_awaitable);
             a_token = held.fencing_token();
             co_await held.async_release(asio::use_awaitable);
         }
-        auto b = co_await redlock::mutex(client, "{acct}:b", fenced).async_lock(asio::use_awaitable);
+        auto b = co_await redlock::mutex(rig.client(), "{acct}:b", fenced).async_lock(asio::use_awaitable);
         BOOST_TEST(b.fencing_token() == 1u);
         co_await b.async_release(asio::use_awaitable);
-        auto both = co_await redlock::mutex(client, both_keys, fenced).async_lock(asio::use_awaitable);
+        auto both = co_await redlock::mutex(rig.client(), both_keys, fenced).async_lock(asio::use_awaitable);
         BOOST_TEST(both.fencing_token() == a_token + 1);
         co_await both.async_release(asio::use_awaitable);
-        auto again = co_await redlock::mutex(client, "{acct}:b", fenced).async_lock(asio::use_awaitable);
+        auto again = co_await redlock::mutex(rig.client(), "{acct}:b", fenced).async_lock(asio::use_awaitable);
         BOOST_TEST(again.fencing_token() == a_token + 2);
         co_await again.async_release(asio::use_awaitable);
     });
@@ -167,24 +166,22 @@ BOOST_AUTO_TEST_CASE(counters_above_the_grants_push_the_token_up)
     // A node's counter may be ahead of the others (a commit that reached it alone): the token goes above it.
     // Node 2 is held by another owner, so the quorum is nodes 0 and 1 and node 1's grant (counter 41) is part
     // of every decision: phase 1 must take its counter into account.
-    cluster nodes(3);
+    redis_rig rig(3);
     const auto counter = redlock::fence_counter_key("ahead");
-    nodes[1].cli({"SET", counter, "41"});
-    nodes[2].cli({"SET", "ahead", "other-owner", "PX", "60000"});
-    asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await client.async_connect(asio::use_awaitable);
-        redlock::mutex m(client, "ahead", {.ttl = 5000ms, .node_timeout = 500ms, .fencing = true});
+    rig.nodes[1].cli({"SET", counter, "41"});
+    rig.nodes[2].cli({"SET", "ahead", "other-owner", "PX", "60000"});
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        redlock::mutex m(rig.client(), "ahead", {.ttl = 5000ms, .node_timeout = 500ms, .fencing = true});
         auto held = co_await m.async_lock(asio::use_awaitable);
         BOOST_TEST(held.fencing_token() == 42u);
         // The commit moved the quorum's counters to the token; node 2 (not granted) kept its own.
-        BOOST_TEST(nodes[0].cli({"GET", counter}) == "42");
-        BOOST_TEST(nodes[1].cli({"GET", counter}) == "42");
-        BOOST_TEST(nodes[2].cli({"EXISTS", counter}) == "0");
+        BOOST_TEST(rig.nodes[0].cli({"GET", counter}) == "42");
+        BOOST_TEST(rig.nodes[1].cli({"GET", counter}) == "42");
+        BOOST_TEST(rig.nodes[2].cli({"EXISTS", counter}) == "0");
         co_await held.async_release(asio::use_awaitable);
         // The next holder goes above it.
-        nodes[2].cli({"DEL", "ahead"});
+        rig.nodes[2].cli({"DEL", "ahead"});
         auto next = co_await m.async_lock(asio::use_awaitable);
         BOOST_TEST(next.fencing_token() == 43u);
         co_await next.async_release(asio::use_awaitable);
@@ -193,13 +190,12 @@ BOOST_AUTO_TEST_CASE(counters_above_the_grants_push_the_token_up)
 
 BOOST_DATA_TEST_CASE(a_counter_that_is_not_a_number_fails_the_lock_with_the_reason, data::make({1, 3}), n)
 {
-    cluster nodes(n);
-    for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"SET", redlock::fence_counter_key("broken"), "x1"});
-    asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await client.async_connect(asio::use_awaitable);
-        redlock::mutex m(client, "broken", {.ttl = 5000ms, .wait = 0ms, .node_timeout = 500ms, .fencing = true});
+    redis_rig rig(n);
+    for (std::size_t i = 0; i < rig.nodes.size(); ++i)
+        rig.nodes[i].cli({"SET", redlock::fence_counter_key("broken"), "x1"});
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        redlock::mutex m(rig.client(), "broken", {.ttl = 5000ms, .wait = 0ms, .node_timeout = 500ms, .fencing = true});
         redlock::diagnostics diag;
         auto [ec, held] = co_await m.async_lock(diag, use_tuple);
         BOOST_TEST(ec == error::no_quorum);
@@ -217,7 +213,7 @@ BOOST_DATA_TEST_CASE(a_counter_that_is_not_a_number_fails_the_lock_with_the_reas
         }
         BOOST_TEST(failed > count - (count / 2 + 1));
         co_await sleep_for(100ms);  // the failed attempt's release reaches the nodes
-        for (std::size_t i = 0; i < nodes.size(); ++i) BOOST_TEST(nodes[i].cli({"EXISTS", "broken"}) == "0");
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i) BOOST_TEST(rig.nodes[i].cli({"EXISTS", "broken"}) == "0");
     });
 }
 

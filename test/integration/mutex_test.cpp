@@ -17,6 +17,7 @@
 #include <common/servers/fault_proxy.hpp>
 #include <common/servers/lock_checks.hpp>
 #include <common/servers/redis_node.hpp>
+#include <common/servers/redis_rig.hpp>
 #include <sstream>
 
 namespace asio = boost::asio;
@@ -27,6 +28,7 @@ using redlock::error_code;
 using redlock::test::cluster;
 using redlock::test::configs;
 using redlock::test::nodes_holding;
+using redlock::test::redis_rig;
 using redlock::test::run_coro;
 using redlock::test::sleep_for;
 using redlock::test::soon_holding;
@@ -35,24 +37,22 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 BOOST_DATA_TEST_CASE(acquire_extend_release, data::make({1, 3, 5}), n)
 {
-    cluster nodes(n);
-    asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
-    redlock::mutex m(client, "job:42", {.ttl = 2000ms, .node_timeout = 500ms});
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await client.async_connect(asio::use_awaitable);
+    redis_rig rig(n);
+    redlock::mutex m(rig.client(), "job:42", {.ttl = 2000ms, .node_timeout = 500ms});
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
         auto l = co_await m.async_lock(asio::use_awaitable);
         BOOST_TEST(l.token().size() == 32u);
         BOOST_TEST(l.keys() == std::vector<std::string>{"job:42"});
         BOOST_TEST((l.validity() > 1900ms && l.validity() <= 2000ms));
-        BOOST_TEST(nodes_holding(nodes, "job:42", l.token()) >= client.quorum());
-        BOOST_TEST(co_await soon_holding(nodes, "job:42", l.token(), nodes.size()));
+        BOOST_TEST(nodes_holding(rig.nodes, "job:42", l.token()) >= rig.client().quorum());
+        BOOST_TEST(co_await soon_holding(rig.nodes, "job:42", l.token(), rig.nodes.size()));
         co_await sleep_for(300ms);
         const auto before = l.valid_until();
         co_await l.async_extend(asio::use_awaitable);
         BOOST_TEST((l.valid_until() > before + 250ms));
         co_await l.async_release(asio::use_awaitable);
-        BOOST_TEST(co_await soon_holding(nodes, "job:42", l.token(), 0));
+        BOOST_TEST(co_await soon_holding(rig.nodes, "job:42", l.token(), 0));
         co_await l.async_release(asio::use_awaitable);  // idempotent
         BOOST_TEST(!l.lost());
     });
@@ -60,11 +60,10 @@ BOOST_DATA_TEST_CASE(acquire_extend_release, data::make({1, 3, 5}), n)
 
 BOOST_DATA_TEST_CASE(a_held_lock_is_not_acquired_by_another_client, data::make({1, 3, 5}), n)
 {
-    cluster nodes(n);
-    asio::io_context ctx;
-    redlock::client a(ctx.get_executor(), configs(nodes));
-    redlock::client b(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(n, 2);
+    auto& a = rig.client(0);
+    auto& b = rig.client(1);
+    rig.run([&]() -> asio::awaitable<void> {
         co_await a.async_connect(asio::use_awaitable);
         co_await b.async_connect(asio::use_awaitable);
         redlock::mutex ma(a, "res", {.ttl = 5000ms, .node_timeout = 500ms});
@@ -95,26 +94,24 @@ BOOST_DATA_TEST_CASE(a_held_lock_is_not_acquired_by_another_client, data::make({
         for (int i = 0; i < 200 && !waiter; ++i) co_await sleep_for(5ms);
         BOOST_REQUIRE(waiter.has_value());
         BOOST_TEST(!*waiter);
-        BOOST_TEST(co_await soon_holding(nodes, "res", got.token(), nodes.size()));
+        BOOST_TEST(co_await soon_holding(rig.nodes, "res", got.token(), rig.nodes.size()));
         co_await got.async_release(asio::use_awaitable);
     });
 }
 
 BOOST_AUTO_TEST_CASE(release_by_a_non_owner_fails_and_leaves_the_lock)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
-    redlock::mutex m(client, "owned", {.ttl = 800ms});
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(3);
+    redlock::mutex m(rig.client(), "owned", {.ttl = 800ms});
+    rig.run([&]() -> asio::awaitable<void> {
         auto first = co_await m.async_lock(asio::use_awaitable);
         co_await sleep_for(900ms);  // it expires (no watchdog)...
         BOOST_TEST(first.lost());
         auto second = co_await m.async_lock(asio::use_awaitable);  // ...and another owner takes it
         auto [ec] = co_await first.async_release(use_tuple);
         BOOST_TEST(ec == error::lost);
-        BOOST_TEST(
-            co_await soon_holding(nodes, "owned", second.token(), nodes.size()));  // the stale release changed nothing
+        BOOST_TEST(co_await soon_holding(rig.nodes, "owned", second.token(),
+                                         rig.nodes.size()));  // the stale release changed nothing
         auto [ext] = co_await first.async_extend(use_tuple);
         BOOST_TEST((ext == error::lost || ext == error::not_owner));
         co_await second.async_release(asio::use_awaitable);
@@ -123,25 +120,23 @@ BOOST_AUTO_TEST_CASE(release_by_a_non_owner_fails_and_leaves_the_lock)
 
 BOOST_AUTO_TEST_CASE(several_keys_are_taken_all_or_none)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        redlock::mutex one(client, "{acct}:b", {.ttl = 5000ms, .node_timeout = 500ms});
+    redis_rig rig(3);
+    rig.run([&]() -> asio::awaitable<void> {
+        redlock::mutex one(rig.client(), "{acct}:b", {.ttl = 5000ms, .node_timeout = 500ms});
         auto held = co_await one.async_lock(asio::use_awaitable);
-        redlock::mutex both(client, std::vector<std::string>{"{acct}:a", "{acct}:b"},
+        redlock::mutex both(rig.client(), std::vector<std::string>{"{acct}:a", "{acct}:b"},
                             {.ttl = 5000ms, .wait = 0ms, .node_timeout = 500ms});
         auto [ec, l] = co_await both.async_lock(use_tuple);
         BOOST_TEST(ec == error::not_acquired);
-        BOOST_TEST(nodes[0].cli({"EXISTS", "{acct}:a"}) == "0");  // not even the free key
+        BOOST_TEST(rig.nodes[0].cli({"EXISTS", "{acct}:a"}) == "0");  // not even the free key
         co_await held.async_release(asio::use_awaitable);
         auto got = co_await both.async_lock(asio::use_awaitable);
-        BOOST_TEST(co_await soon_holding(nodes, "{acct}:a", got.token(), nodes.size()));
-        BOOST_TEST(co_await soon_holding(nodes, "{acct}:b", got.token(), nodes.size()));
+        BOOST_TEST(co_await soon_holding(rig.nodes, "{acct}:a", got.token(), rig.nodes.size()));
+        BOOST_TEST(co_await soon_holding(rig.nodes, "{acct}:b", got.token(), rig.nodes.size()));
         co_await got.async_release(asio::use_awaitable);
         BOOST_TEST(redlock::test::wait_until(
             [&] {
-                return nodes[1].cli({"EXISTS", "{acct}:a", "{acct}:b"}) == "0";
+                return rig.nodes[1].cli({"EXISTS", "{acct}:a", "{acct}:b"}) == "0";
             },
             2000ms));
     });
@@ -149,28 +144,24 @@ BOOST_AUTO_TEST_CASE(several_keys_are_taken_all_or_none)
 
 BOOST_AUTO_TEST_CASE(the_watchdog_keeps_a_lease_alive_past_its_ttl)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
-    redlock::mutex m(client, "long-job", {.ttl = 600ms, .watchdog = true});
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(3);
+    redlock::mutex m(rig.client(), "long-job", {.ttl = 600ms, .watchdog = true});
+    rig.run([&]() -> asio::awaitable<void> {
         auto l = co_await m.async_lock(asio::use_awaitable);
         co_await sleep_for(1800ms);  // three TTLs
         BOOST_TEST(!l.lost());
-        BOOST_TEST(co_await soon_holding(nodes, "long-job", l.token(), nodes.size()));
+        BOOST_TEST(co_await soon_holding(rig.nodes, "long-job", l.token(), rig.nodes.size()));
         co_await l.async_release(asio::use_awaitable);
         co_await sleep_for(300ms);  // the watchdog stopped: nothing re-creates the key
-        BOOST_TEST(co_await soon_holding(nodes, "long-job", l.token(), 0));
+        BOOST_TEST(co_await soon_holding(rig.nodes, "long-job", l.token(), 0));
     });
 }
 
 BOOST_AUTO_TEST_CASE(max_hold_ends_a_watchdog_lease)
 {
-    cluster nodes(1);
-    asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
-    redlock::mutex m(client, "bounded", {.ttl = 300ms, .watchdog = true, .max_hold = 700ms});
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(1);
+    redlock::mutex m(rig.client(), "bounded", {.ttl = 300ms, .watchdog = true, .max_hold = 700ms});
+    rig.run([&]() -> asio::awaitable<void> {
         auto l = co_await m.async_lock(asio::use_awaitable);
         const auto start = steady::now();
         auto [ec] = co_await l.async_wait_lost(use_tuple);
@@ -182,20 +173,18 @@ BOOST_AUTO_TEST_CASE(max_hold_ends_a_watchdog_lease)
 
 BOOST_AUTO_TEST_CASE(with_lock_releases_on_return_exception_and_loss)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
-    redlock::mutex m(client, "guarded", {.ttl = 1000ms});
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(3);
+    redlock::mutex m(rig.client(), "guarded", {.ttl = 1000ms});
+    rig.run([&]() -> asio::awaitable<void> {
         int answer = co_await redlock::with_lock(m, [&](const redlock::lease& l) -> asio::awaitable<int> {
-            BOOST_TEST(co_await soon_holding(nodes, "guarded", l.token(), 3));
+            BOOST_TEST(co_await soon_holding(rig.nodes, "guarded", l.token(), 3));
             co_await sleep_for(1500ms);  // longer than the TTL: the watchdog keeps it
-            BOOST_TEST(nodes_holding(nodes, "guarded", l.token()) == 3u);
+            BOOST_TEST(nodes_holding(rig.nodes, "guarded", l.token()) == 3u);
             BOOST_TEST(l.validity() > 0ms);
             co_return 42;
         });
         BOOST_TEST(answer == 42);
-        BOOST_TEST(redlock::test::wait_until([&] { return nodes[0].cli({"EXISTS", "guarded"}) == "0"; }, 2000ms));
+        BOOST_TEST(redlock::test::wait_until([&] { return rig.nodes[0].cli({"EXISTS", "guarded"}) == "0"; }, 2000ms));
 
         try {
             co_await redlock::with_lock(m, []() -> asio::awaitable<void> {
@@ -206,7 +195,7 @@ BOOST_AUTO_TEST_CASE(with_lock_releases_on_return_exception_and_loss)
         } catch (const std::runtime_error& e) {
             BOOST_TEST(std::string(e.what()) == "body failed");
         }
-        BOOST_TEST(redlock::test::wait_until([&] { return nodes[0].cli({"EXISTS", "guarded"}) == "0"; }, 2000ms));
+        BOOST_TEST(redlock::test::wait_until([&] { return rig.nodes[0].cli({"EXISTS", "guarded"}) == "0"; }, 2000ms));
     });
 }
 
@@ -217,12 +206,10 @@ BOOST_AUTO_TEST_CASE(with_lock_releases_on_return_exception_and_loss)
 // TTL) while the other owner's keys stay.
 BOOST_AUTO_TEST_CASE(with_lock_cancels_the_body_and_throws_lost_when_the_lease_is_lost)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
-    redlock::mutex m(client, "guarded", {.ttl = 3000ms, .node_timeout = 500ms});
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await client.async_connect(asio::use_awaitable);
+    redis_rig rig(3);
+    redlock::mutex m(rig.client(), "guarded", {.ttl = 3000ms, .node_timeout = 500ms});
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
         std::string token;
         std::optional<steady::time_point> overwritten, body_cancelled;
         bool body_finished = false;
@@ -231,9 +218,9 @@ BOOST_AUTO_TEST_CASE(with_lock_cancels_the_body_and_throws_lost_when_the_lease_i
             co_await redlock::with_lock(m, [&](const redlock::lease& l) -> asio::awaitable<void> {
                 token = l.token();
                 const std::string key = "guarded";
-                BOOST_TEST(co_await soon_holding(nodes, key, l.token(), 3));
+                BOOST_TEST(co_await soon_holding(rig.nodes, key, l.token(), 3));
                 co_await sleep_for(200ms);
-                for (std::size_t i : {1u, 2u}) nodes[i].cli({"SET", "guarded", "intruder", "PX", "60000"});
+                for (std::size_t i : {1u, 2u}) rig.nodes[i].cli({"SET", "guarded", "intruder", "PX", "60000"});
                 overwritten = steady::now();
                 asio::steady_timer long_work(co_await asio::this_coro::executor, 20s);
                 try {
@@ -260,11 +247,11 @@ BOOST_AUTO_TEST_CASE(with_lock_cancels_the_body_and_throws_lost_when_the_lease_i
         BOOST_TEST((returned - *body_cancelled < 500ms));
         // Released at once on the node that still held our token (the TTL alone would keep it ~3 s more).
         co_await sleep_for(200ms);
-        BOOST_TEST(nodes_holding(nodes, "guarded", token) == 0u);
+        BOOST_TEST(nodes_holding(rig.nodes, "guarded", token) == 0u);
         for (std::size_t i : {1u, 2u})
-            BOOST_TEST(nodes[i].cli({"GET", "guarded"}) == "intruder");  // not ours to delete
+            BOOST_TEST(rig.nodes[i].cli({"GET", "guarded"}) == "intruder");  // not ours to delete
         // Once the other owner is gone, the lock is free.
-        for (std::size_t i : {1u, 2u}) nodes[i].cli({"DEL", "guarded"});
+        for (std::size_t i : {1u, 2u}) rig.nodes[i].cli({"DEL", "guarded"});
         auto [ec, again] = co_await m.async_try_lock(use_tuple);
         BOOST_TEST(!ec, ec.message());
         if (again) co_await again.async_release(asio::use_awaitable);
@@ -273,13 +260,11 @@ BOOST_AUTO_TEST_CASE(with_lock_cancels_the_body_and_throws_lost_when_the_lease_i
 
 BOOST_AUTO_TEST_CASE(cancelling_a_pending_acquire_is_prompt_and_cleans_up)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        redlock::mutex holder(client, "contended", {.ttl = 5000ms, .node_timeout = 500ms});
+    redis_rig rig(3);
+    rig.run([&]() -> asio::awaitable<void> {
+        redlock::mutex holder(rig.client(), "contended", {.ttl = 5000ms, .node_timeout = 500ms});
         auto held = co_await holder.async_lock(asio::use_awaitable);
-        redlock::mutex waiter(client, "contended", {.ttl = 5000ms, .wait = redlock::lock_options::wait_forever});
+        redlock::mutex waiter(rig.client(), "contended", {.ttl = 5000ms, .wait = redlock::lock_options::wait_forever});
         asio::cancellation_signal cancel;
         std::optional<error_code> result;
         waiter.async_lock(
@@ -451,13 +436,12 @@ std::vector<redlock::node_config> quick_health_checks(const cluster& nodes)
 // did), not its holder's 60 s TTL nor its 10 s retry delay.
 BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiting_client_at_once)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client a(ctx.get_executor(), configs(nodes));
-    redlock::client b(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(3, 2);
+    auto& a = rig.client(0);
+    auto& b = rig.client(1);
+    rig.run([&]() -> asio::awaitable<void> {
         const auto handoff =
-            co_await handoff_after(a, b, nodes, "handoff", []() -> asio::awaitable<void> { co_return; });
+            co_await handoff_after(a, b, rig.nodes, "handoff", []() -> asio::awaitable<void> { co_return; });
         BOOST_TEST((handoff < 2000ms), handoff.count() << " us");
     });
 }
@@ -548,21 +532,20 @@ BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiter_that_waited_past_the_health_check_
 // reconnect and subscribe again, and the release still wakes the waiter.
 BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiter_whose_subscriptions_were_killed)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client a(ctx.get_executor(), configs(nodes));
-    redlock::client b(ctx.get_executor(), configs(nodes));
+    redis_rig rig(3, 2);
+    auto& a = rig.client(0);
+    auto& b = rig.client(1);
     const std::string key = "handoff";
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    rig.run([&]() -> asio::awaitable<void> {
         auto kill = [&]() -> asio::awaitable<void> {
-            for (std::size_t i = 0; i < nodes.size(); ++i) {
-                BOOST_REQUIRE(subscribed_clients(nodes[i]).size() == 1u);
-                BOOST_TEST(nodes[i].cli({"CLIENT", "KILL", "TYPE", "pubsub"}) == "1");
+            for (std::size_t i = 0; i < rig.nodes.size(); ++i) {
+                BOOST_REQUIRE(subscribed_clients(rig.nodes[i]).size() == 1u);
+                BOOST_TEST(rig.nodes[i].cli({"CLIENT", "KILL", "TYPE", "pubsub"}) == "1");
             }
             co_await sleep_for(100ms);
-            BOOST_TEST(co_await all_listening(nodes, key), "the subscriptions were not restored");
+            BOOST_TEST(co_await all_listening(rig.nodes, key), "the subscriptions were not restored");
         };
-        const auto handoff = co_await handoff_after(a, b, nodes, key, kill);
+        const auto handoff = co_await handoff_after(a, b, rig.nodes, key, kill);
         BOOST_TEST((handoff < 100ms), handoff.count() << " us");
     });
 }
@@ -573,20 +556,19 @@ BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiter_across_node_restarts)
 {
     redlock::test::node_options persistent;
     persistent.persistence = true;
-    cluster nodes(3, persistent);
-    asio::io_context ctx;
-    redlock::client a(ctx.get_executor(), configs(nodes));
-    redlock::client b(ctx.get_executor(), configs(nodes));
+    redis_rig rig(3, 2, persistent);
+    auto& a = rig.client(0);
+    auto& b = rig.client(1);
     const std::string key = "handoff";
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    rig.run([&]() -> asio::awaitable<void> {
         auto restart = [&]() -> asio::awaitable<void> {
-            for (std::size_t i = 0; i < nodes.size(); ++i) {
-                nodes[i].restart();
-                BOOST_TEST(co_await all_listening(nodes, key), "node " << i << ": not subscribed again");
+            for (std::size_t i = 0; i < rig.nodes.size(); ++i) {
+                rig.nodes[i].restart();
+                BOOST_TEST(co_await all_listening(rig.nodes, key), "node " << i << ": not subscribed again");
             }
-            BOOST_TEST(nodes[0].cli({"EXISTS", "handoff"}) == "1");  // the holder's key survived
+            BOOST_TEST(rig.nodes[0].cli({"EXISTS", "handoff"}) == "1");  // the holder's key survived
         };
-        const auto handoff = co_await handoff_after(a, b, nodes, key, restart);
+        const auto handoff = co_await handoff_after(a, b, rig.nodes, key, restart);
         BOOST_TEST((handoff < 100ms), handoff.count() << " us");
     });
 }

@@ -13,42 +13,42 @@
 #include <common/run_coro.hpp>
 #include <common/servers/lock_checks.hpp>
 #include <common/servers/redis_node.hpp>
+#include <common/servers/redis_rig.hpp>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using redlock::error;
 using redlock::test::cluster;
 using redlock::test::configs;
+using redlock::test::redis_rig;
 using redlock::test::run_coro;
 using steady = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 BOOST_AUTO_TEST_CASE(a_one_key_lock_on_redis_7_is_one_set_per_node)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        auto [cec] = co_await c.async_connect(use_tuple);
+    redis_rig rig(3);
+    rig.run([&]() -> asio::awaitable<void> {
+        auto [cec] = co_await rig.client().async_connect(use_tuple);
         BOOST_TEST_REQUIRE(!cec);
-        for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"CONFIG", "RESETSTAT"});
-        redlock::mutex m(c, "plain", {.ttl = 5000ms});
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i) rig.nodes[i].cli({"CONFIG", "RESETSTAT"});
+        redlock::mutex m(rig.client(), "plain", {.ttl = 5000ms});
         auto [ec, held] = co_await m.async_lock(use_tuple);
         BOOST_TEST_REQUIRE(!ec);
         std::size_t holding = 0;  // decided at a quorum: the last node's SET may still be on its way
-        for (std::size_t i = 0; i < nodes.size(); ++i) {
-            if (nodes[i].cli({"GET", "plain"}) != held.token()) continue;
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i) {
+            if (rig.nodes[i].cli({"GET", "plain"}) != held.token()) continue;
             ++holding;
-            const auto pttl = std::stol(nodes[i].cli({"PTTL", "plain"}));
+            const auto pttl = std::stol(rig.nodes[i].cli({"PTTL", "plain"}));
             BOOST_TEST((pttl > 4000 && pttl <= 5000), pttl);
         }
         BOOST_TEST(holding >= 2u);
         auto [rec] = co_await held.async_release(use_tuple);  // waits for every node, after its SET
         BOOST_TEST(!rec);
-        for (std::size_t i = 0; i < nodes.size(); ++i) {
-            BOOST_TEST(nodes[i].command_stat("set", "calls") == 1);      // the acquire: no script
-            BOOST_TEST(nodes[i].command_stat("evalsha", "calls") == 1);  // the release
-            BOOST_TEST(nodes[i].cli({"EXISTS", "plain"}) == "0");
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i) {
+            BOOST_TEST(rig.nodes[i].command_stat("set", "calls") == 1);      // the acquire: no script
+            BOOST_TEST(rig.nodes[i].command_stat("evalsha", "calls") == 1);  // the release
+            BOOST_TEST(rig.nodes[i].cli({"EXISTS", "plain"}) == "0");
         }
     });
 }
@@ -78,19 +78,18 @@ BOOST_AUTO_TEST_CASE(server_version_is_the_one_info_reports)
 // failure), and a waiter gets the lock once the holder releases.
 BOOST_AUTO_TEST_CASE(a_refused_set_leaves_the_holder_alone_and_the_waiter_gets_it_after_the_release)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client a(ctx.get_executor(), configs(nodes));
-    redlock::client b(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(3, 2);
+    auto& a = rig.client(0);
+    auto& b = rig.client(1);
+    rig.run([&]() -> asio::awaitable<void> {
         redlock::mutex ma(a, "held", {.ttl = 10'000ms});
         auto [ec, held] = co_await ma.async_lock(use_tuple);
         BOOST_TEST_REQUIRE(!ec);
         // The lock returned at a quorum: let the last node's SET land before looking at every node.
         const std::string token = held.token();  // a structured binding: clang 14 cannot capture it
         auto everywhere = [&] {
-            for (std::size_t i = 0; i < nodes.size(); ++i)
-                if (nodes[i].cli({"GET", "held"}) != token) return false;
+            for (std::size_t i = 0; i < rig.nodes.size(); ++i)
+                if (rig.nodes[i].cli({"GET", "held"}) != token) return false;
             return true;
         };
         for (int i = 0; i < 100 && !everywhere(); ++i) co_await redlock::test::sleep_for(10ms);
@@ -99,27 +98,27 @@ BOOST_AUTO_TEST_CASE(a_refused_set_leaves_the_holder_alone_and_the_waiter_gets_i
         redlock::mutex mb(b, "held", {.ttl = 10'000ms});
         auto [tec, none] = co_await mb.async_try_lock(diag, use_tuple);
         BOOST_TEST((tec == error::not_acquired), tec.message());
-        BOOST_TEST(diag.nodes().size() == nodes.size());
+        BOOST_TEST(diag.nodes().size() == rig.nodes.size());
         std::size_t refused = 0;  // the outcome is decided at a quorum: the last node may not have answered yet
         for (const auto& n : diag.nodes()) {
             BOOST_TEST((n.what != redlock::node_outcome::result::granted));
             refused += n.what == redlock::node_outcome::result::refused;
         }
         BOOST_TEST(refused >= 2u);
-        for (std::size_t i = 0; i < nodes.size(); ++i) {
-            BOOST_TEST(nodes[i].cli({"GET", "held"}) == held.token());
-            BOOST_TEST(std::stol(nodes[i].cli({"PTTL", "held"})) > 9000);
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i) {
+            BOOST_TEST(rig.nodes[i].cli({"GET", "held"}) == held.token());
+            BOOST_TEST(std::stol(rig.nodes[i].cli({"PTTL", "held"})) > 9000);
         }
 
         redlock::mutex waiting(b, "held", {.ttl = 10'000ms, .wait = 10'000ms, .retry_delay = 5000ms});
         const auto start = steady::now();
-        asio::steady_timer later(ctx, 100ms);
+        asio::steady_timer later(rig.ctx, 100ms);
         auto& holder = held;  // a structured binding: clang 14 cannot capture it
         later.async_wait([&holder](redlock::error_code) { holder.async_release(asio::detached); });
         auto [wec, got] = co_await waiting.async_lock(use_tuple);
         BOOST_TEST_REQUIRE(!wec);
         BOOST_TEST((steady::now() - start < 4000ms));  // woken by the release, not the 5 s retry delay
-        BOOST_TEST(nodes[0].cli({"GET", "held"}) == got.token());
+        BOOST_TEST(rig.nodes[0].cli({"GET", "held"}) == got.token());
     });
 }
 

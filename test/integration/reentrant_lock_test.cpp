@@ -18,15 +18,14 @@
 #include <common/run_coro.hpp>
 #include <common/servers/lock_checks.hpp>
 #include <common/servers/node_setups.hpp>
-#include <common/servers/redis_node.hpp>
+#include <common/servers/redis_rig.hpp>
 
 namespace asio = boost::asio;
 namespace data = boost::unit_test::data;
 using namespace std::chrono_literals;
 using redlock::error;
 using redlock::error_code;
-using redlock::test::cluster;
-using redlock::test::configs;
+using redlock::test::redis_rig;
 using redlock::test::run_coro;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
@@ -49,14 +48,11 @@ redlock::mutex job_of(const redlock::client& c, std::string owner, bool fencing 
 
 BOOST_DATA_TEST_CASE(an_owner_takes_the_lock_again_and_others_wait_for_its_last_hold, setups, s)
 {
-    cluster nodes(static_cast<std::size_t>(s.nodes));
-    redlock::test::stop_minority(nodes, s);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await c.async_connect(asio::use_awaitable);
-        auto seven = job_of(c, "request-7", true);
-        auto eight = job_of(c, "request-8", true);
+    redis_rig rig(s);
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        auto seven = job_of(rig.client(), "request-7", true);
+        auto eight = job_of(rig.client(), "request-8", true);
         auto [e1, outer] = co_await seven.async_lock(use_tuple);
         BOOST_REQUIRE_MESSAGE(!e1, e1.message());
         redlock::diagnostics diag;
@@ -64,9 +60,9 @@ BOOST_DATA_TEST_CASE(an_owner_takes_the_lock_again_and_others_wait_for_its_last_
         BOOST_REQUIRE_MESSAGE(!e2, e2.message() << ": " << diag.message());
         BOOST_TEST(diag.waiting().attempts == 1u);  // at once, not after the first hold
         BOOST_TEST(outer.fencing_token() > 0u);
-        BOOST_TEST(inner.fencing_token() == outer.fencing_token());  // one token for the owner's holds
-        BOOST_TEST(inner.token() != outer.token());                  // each hold is its own lease
-        BOOST_TEST(nodes[0].cli({"GET", "job"}) == "request-7");     // the key names the owner
+        BOOST_TEST(inner.fencing_token() == outer.fencing_token());   // one token for the owner's holds
+        BOOST_TEST(inner.token() != outer.token());                   // each hold is its own lease
+        BOOST_TEST(rig.nodes[0].cli({"GET", "job"}) == "request-7");  // the key names the owner
 
         auto [e3, other] = co_await eight.async_lock(use_tuple);
         BOOST_TEST(e3 == error::not_acquired);
@@ -77,7 +73,7 @@ BOOST_DATA_TEST_CASE(an_owner_takes_the_lock_again_and_others_wait_for_its_last_
 
         auto [r1] = co_await inner.async_release(use_tuple);
         BOOST_TEST(!r1, r1.message());
-        BOOST_TEST(nodes[0].cli({"GET", "job"}) == "request-7");  // the outer hold remains
+        BOOST_TEST(rig.nodes[0].cli({"GET", "job"}) == "request-7");  // the outer hold remains
         auto [e4, still] = co_await eight.async_lock(use_tuple);
         BOOST_TEST(e4 == error::not_acquired);
 
@@ -87,35 +83,32 @@ BOOST_DATA_TEST_CASE(an_owner_takes_the_lock_again_and_others_wait_for_its_last_
         BOOST_REQUIRE_MESSAGE(!e5, e5.message());
         BOOST_TEST(next.fencing_token() > outer.fencing_token());  // a new owner: a new token
         co_await next.async_release(use_tuple);
-        BOOST_TEST(nodes[0].cli({"EXISTS", "job", "{job}:holds"}) == "0");
+        BOOST_TEST(rig.nodes[0].cli({"EXISTS", "job", "{job}:holds"}) == "0");
     });
 }
 
 BOOST_DATA_TEST_CASE(a_hold_whose_lock_another_owner_took_changes_nothing_and_says_not_owner, setups, s)
 {
-    cluster nodes(static_cast<std::size_t>(s.nodes));
-    redlock::test::stop_minority(nodes, s);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await c.async_connect(asio::use_awaitable);
-        auto [e1, held] = co_await job_of(c, "request-7").async_lock(use_tuple);
+    redis_rig rig(s);
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        auto [e1, held] = co_await job_of(rig.client(), "request-7").async_lock(use_tuple);
         BOOST_REQUIRE_MESSAGE(!e1, e1.message());
         // The keys change hands behind the lease's back (say a failover lost them and another owner came).
-        for (std::size_t i = 0; i < nodes.size(); ++i) {
-            if (!nodes[i].running()) continue;
-            nodes[i].cli({"DEL", "{job}:holds"});
-            nodes[i].cli({"SET", "job", "request-8", "PX", "60000"});
-            nodes[i].cli({"HSET", "{job}:holds", "=request-8", "0", "another-hold", "1"});
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i) {
+            if (!rig.nodes[i].running()) continue;
+            rig.nodes[i].cli({"DEL", "{job}:holds"});
+            rig.nodes[i].cli({"SET", "job", "request-8", "PX", "60000"});
+            rig.nodes[i].cli({"HSET", "{job}:holds", "=request-8", "0", "another-hold", "1"});
         }
         auto [ext] = co_await held.async_extend(use_tuple);
         BOOST_TEST(ext == error::not_owner);
         auto [rel] = co_await held.async_release(use_tuple);
         BOOST_TEST((rel == error::not_owner || rel == error::lost), rel.message());
-        for (std::size_t i = 0; i < nodes.size(); ++i) {
-            if (!nodes[i].running()) continue;
-            BOOST_TEST(nodes[i].cli({"GET", "job"}) == "request-8");
-            BOOST_TEST(nodes[i].cli({"HLEN", "{job}:holds"}) == "2");  // the owner and its one hold
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i) {
+            if (!rig.nodes[i].running()) continue;
+            BOOST_TEST(rig.nodes[i].cli({"GET", "job"}) == "request-8");
+            BOOST_TEST(rig.nodes[i].cli({"HLEN", "{job}:holds"}) == "2");  // the owner and its one hold
         }
     });
 }
@@ -125,26 +118,23 @@ BOOST_DATA_TEST_CASE(a_hold_whose_lock_another_owner_took_changes_nothing_and_sa
 // be above P's (a stalled P's late write must fail the guard), and O's later re-entries keep that token.
 BOOST_DATA_TEST_CASE(a_reentry_never_carries_an_earlier_owners_token, setups, s)
 {
-    cluster nodes(static_cast<std::size_t>(s.nodes));
-    redlock::test::stop_minority(nodes, s);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await c.async_connect(asio::use_awaitable);
-        auto [e1, previous] = co_await job_of(c, "request-p", true).async_lock(use_tuple);
+    redis_rig rig(s);
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        auto [e1, previous] = co_await job_of(rig.client(), "request-p", true).async_lock(use_tuple);
         BOOST_REQUIRE_MESSAGE(!e1, e1.message());
         const auto p_token = previous.fencing_token();
         BOOST_TEST(p_token > 0u);
         co_await previous.async_release(use_tuple);
 
-        auto [e2, unfenced] = co_await job_of(c, "request-o").async_lock(use_tuple);
+        auto [e2, unfenced] = co_await job_of(rig.client(), "request-o").async_lock(use_tuple);
         BOOST_REQUIRE_MESSAGE(!e2, e2.message());
         BOOST_TEST(unfenced.fencing_token() == 0u);
         redlock::diagnostics diag;
-        auto [e3, fenced] = co_await job_of(c, "request-o", true).async_lock(diag, use_tuple);
+        auto [e3, fenced] = co_await job_of(rig.client(), "request-o", true).async_lock(diag, use_tuple);
         BOOST_REQUIRE_MESSAGE(!e3, e3.message() << ": " << diag.message());
         BOOST_TEST(fenced.fencing_token() > p_token);
-        auto [e4, again] = co_await job_of(c, "request-o", true).async_lock(use_tuple);
+        auto [e4, again] = co_await job_of(rig.client(), "request-o", true).async_lock(use_tuple);
         BOOST_REQUIRE_MESSAGE(!e4, e4.message());
         BOOST_TEST(again.fencing_token() == fenced.fencing_token());  // the hold remembers its token
         co_await again.async_release(use_tuple);
@@ -157,12 +147,10 @@ BOOST_DATA_TEST_CASE(a_reentry_never_carries_an_earlier_owners_token, setups, s)
 // keeps the token the first committed.
 BOOST_DATA_TEST_CASE(a_reentry_from_another_client_keeps_the_committed_token, setups, s)
 {
-    cluster nodes(static_cast<std::size_t>(s.nodes));
-    redlock::test::stop_minority(nodes, s);
-    asio::io_context ctx;
-    redlock::client first(ctx.get_executor(), configs(nodes));
-    redlock::client second(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(s, 2);
+    auto& first = rig.client(0);
+    auto& second = rig.client(1);
+    rig.run([&]() -> asio::awaitable<void> {
         auto [e1, outer] = co_await job_of(first, "request-7", true).async_lock(use_tuple);
         BOOST_REQUIRE_MESSAGE(!e1, e1.message());
         auto [e2, inner] = co_await job_of(second, "request-7", true).async_lock(use_tuple);
@@ -178,18 +166,16 @@ BOOST_DATA_TEST_CASE(a_reentry_from_another_client_keeps_the_committed_token, se
 // take 5: it commits a token of its own.
 BOOST_AUTO_TEST_CASE(a_reentry_before_the_first_hold_committed_takes_a_new_token)
 {
-    cluster nodes(3);
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-        nodes[i].cli({"SET", "job", "request-7", "PX", "60000"});
-        nodes[i].cli({"HSET", "{job}:holds", "=request-7", "0", "first-hold", "1"});
-        nodes[i].cli({"PEXPIRE", "{job}:holds", "60000"});
-        nodes[i].cli({"SET", "{job}:fence", "5"});
+    redis_rig rig(3);
+    for (std::size_t i = 0; i < rig.nodes.size(); ++i) {
+        rig.nodes[i].cli({"SET", "job", "request-7", "PX", "60000"});
+        rig.nodes[i].cli({"HSET", "{job}:holds", "=request-7", "0", "first-hold", "1"});
+        rig.nodes[i].cli({"PEXPIRE", "{job}:holds", "60000"});
+        rig.nodes[i].cli({"SET", "{job}:fence", "5"});
     }
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    rig.run([&]() -> asio::awaitable<void> {
         redlock::diagnostics diag;
-        auto [ec, held] = co_await job_of(c, "request-7", true).async_lock(diag, use_tuple);
+        auto [ec, held] = co_await job_of(rig.client(), "request-7", true).async_lock(diag, use_tuple);
         BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << diag.message());
         BOOST_TEST(held.fencing_token() > 5u);
         co_await held.async_release(use_tuple);
@@ -200,24 +186,21 @@ BOOST_AUTO_TEST_CASE(a_reentry_before_the_first_hold_committed_takes_a_new_token
 // other holds keep the key. That is "released", never "another owner holds it".
 BOOST_DATA_TEST_CASE(a_release_of_a_hold_already_gone_while_the_owner_holds_is_released, setups, s)
 {
-    cluster nodes(static_cast<std::size_t>(s.nodes));
-    redlock::test::stop_minority(nodes, s);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        auto [e1, outer] = co_await job_of(c, "request-7").async_lock(use_tuple);
+    redis_rig rig(s);
+    rig.run([&]() -> asio::awaitable<void> {
+        auto [e1, outer] = co_await job_of(rig.client(), "request-7").async_lock(use_tuple);
         BOOST_REQUIRE_MESSAGE(!e1, e1.message());
-        auto [e2, inner] = co_await job_of(c, "request-7").async_lock(use_tuple);
+        auto [e2, inner] = co_await job_of(rig.client(), "request-7").async_lock(use_tuple);
         BOOST_REQUIRE_MESSAGE(!e2, e2.message());
-        for (std::size_t i = 0; i < nodes.size(); ++i)
-            if (nodes[i].running()) nodes[i].cli({"HDEL", "{job}:holds", inner.token()});
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i)
+            if (rig.nodes[i].running()) rig.nodes[i].cli({"HDEL", "{job}:holds", inner.token()});
         redlock::diagnostics diag;
         auto [rel] = co_await inner.async_release(diag, use_tuple);
         BOOST_TEST(!rel, rel.message() << ": " << diag.message());
-        BOOST_TEST(nodes[0].cli({"GET", "job"}) == "request-7");  // the outer hold keeps the lock
+        BOOST_TEST(rig.nodes[0].cli({"GET", "job"}) == "request-7");  // the outer hold keeps the lock
         auto [r2] = co_await outer.async_release(use_tuple);
         BOOST_TEST(!r2, r2.message());
-        BOOST_TEST(nodes[0].cli({"EXISTS", "job"}) == "0");
+        BOOST_TEST(rig.nodes[0].cli({"EXISTS", "job"}) == "0");
     });
 }
 
@@ -226,18 +209,16 @@ BOOST_DATA_TEST_CASE(a_release_of_a_hold_already_gone_while_the_owner_holds_is_r
 // first hold, not a re-entry, so its token must be above 10 (a re-entry keeps its token only on a quorum).
 BOOST_AUTO_TEST_CASE(a_reentry_on_a_minority_only_is_a_first_hold_with_a_new_token)
 {
-    cluster nodes(3);
-    nodes[0].cli({"SET", "job", "request-7", "PX", "60000"});
-    nodes[0].cli({"HSET", "{job}:holds", "=request-7", "0", "old-hold", "1"});
-    nodes[0].cli({"PEXPIRE", "{job}:holds", "60000"});
-    nodes[0].cli({"SET", "{job}:fence", "3"});
-    for (std::size_t i = 1; i < 3; ++i) nodes[i].cli({"SET", "{job}:fence", "10"});
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await c.async_connect(asio::use_awaitable);
+    redis_rig rig(3);
+    rig.nodes[0].cli({"SET", "job", "request-7", "PX", "60000"});
+    rig.nodes[0].cli({"HSET", "{job}:holds", "=request-7", "0", "old-hold", "1"});
+    rig.nodes[0].cli({"PEXPIRE", "{job}:holds", "60000"});
+    rig.nodes[0].cli({"SET", "{job}:fence", "3"});
+    for (std::size_t i = 1; i < 3; ++i) rig.nodes[i].cli({"SET", "{job}:fence", "10"});
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
         redlock::diagnostics diag;
-        auto [ec, held] = co_await job_of(c, "request-7", true).async_lock(diag, use_tuple);
+        auto [ec, held] = co_await job_of(rig.client(), "request-7", true).async_lock(diag, use_tuple);
         BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << diag.message());
         BOOST_TEST(held.fencing_token() > 10u);
         co_await held.async_release(use_tuple);
@@ -248,18 +229,16 @@ BOOST_AUTO_TEST_CASE(a_reentry_on_a_minority_only_is_a_first_hold_with_a_new_tok
 // other) holds nothing: extend and release say the hold is gone instead of succeeding.
 BOOST_AUTO_TEST_CASE(a_hold_without_its_key_is_gone)
 {
-    cluster nodes(1);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        auto [e1, held] = co_await job_of(c, "request-7").async_lock(use_tuple);
+    redis_rig rig(1);
+    rig.run([&]() -> asio::awaitable<void> {
+        auto [e1, held] = co_await job_of(rig.client(), "request-7").async_lock(use_tuple);
         BOOST_REQUIRE_MESSAGE(!e1, e1.message());
-        nodes[0].cli({"DEL", "job"});
+        rig.nodes[0].cli({"DEL", "job"});
         auto [ext] = co_await held.async_extend(use_tuple);
         BOOST_TEST((ext == error::lost || ext == error::not_owner), ext.message());
         auto [rel] = co_await held.async_release(use_tuple);
         BOOST_TEST(rel == error::lost, rel.message());  // the extension found it gone: the lease was lost
-        BOOST_TEST(nodes[0].cli({"EXISTS", "job", "{job}:holds"}) == "0");
+        BOOST_TEST(rig.nodes[0].cli({"EXISTS", "job", "{job}:holds"}) == "0");
     });
 }
 
@@ -267,20 +246,18 @@ BOOST_AUTO_TEST_CASE(a_hold_without_its_key_is_gone)
 // set): the stale hold must neither prolong nor delete that owner's key.
 BOOST_AUTO_TEST_CASE(a_stale_hold_never_touches_a_key_another_owner_took)
 {
-    cluster nodes(1);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        auto [e1, held] = co_await job_of(c, "request-7").async_lock(use_tuple);
+    redis_rig rig(1);
+    rig.run([&]() -> asio::awaitable<void> {
+        auto [e1, held] = co_await job_of(rig.client(), "request-7").async_lock(use_tuple);
         BOOST_REQUIRE_MESSAGE(!e1, e1.message());
-        nodes[0].cli({"DEL", "job"});
-        nodes[0].cli({"SET", "job", "plain-token", "PX", "2000"});
+        rig.nodes[0].cli({"DEL", "job"});
+        rig.nodes[0].cli({"SET", "job", "plain-token", "PX", "2000"});
         auto [ext] = co_await held.async_extend(use_tuple);
         BOOST_TEST(ext == error::not_owner, ext.message());
-        BOOST_TEST(std::stoi(nodes[0].cli({"PTTL", "job"})) <= 2000);
+        BOOST_TEST(std::stoi(rig.nodes[0].cli({"PTTL", "job"})) <= 2000);
         auto [rel] = co_await held.async_release(use_tuple);
         BOOST_TEST(rel != error_code{}, rel.message());
-        BOOST_TEST(nodes[0].cli({"GET", "job"}) == "plain-token");
+        BOOST_TEST(rig.nodes[0].cli({"GET", "job"}) == "plain-token");
     });
 }
 

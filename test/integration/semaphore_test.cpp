@@ -15,6 +15,7 @@
 #include <common/run_coro.hpp>
 #include <common/servers/lock_checks.hpp>
 #include <common/servers/redis_node.hpp>
+#include <common/servers/redis_rig.hpp>
 #include <stdexcept>
 
 namespace asio = boost::asio;
@@ -24,6 +25,7 @@ using redlock::error;
 using redlock::error_code;
 using redlock::test::cluster;
 using redlock::test::configs;
+using redlock::test::redis_rig;
 using redlock::test::run_coro;
 using redlock::test::sleep_for;
 using steady = std::chrono::steady_clock;
@@ -92,12 +94,10 @@ asio::awaitable<bool> until_units(const cluster& nodes, long units)
 
 BOOST_DATA_TEST_CASE(at_most_limit_permits_are_granted_and_a_release_lets_the_next_in, data::make({1, 3}), n)
 {
-    cluster nodes(static_cast<std::size_t>(n));
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await c.async_connect(asio::use_awaitable);
-        redlock::semaphore s(c, name, 3, options());
+    redis_rig rig(n);
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        redlock::semaphore s(rig.client(), name, 3, options());
         auto [e1, two] = co_await s.async_acquire(2, use_tuple);
         BOOST_REQUIRE_MESSAGE(!e1, e1.message());
         BOOST_TEST(two.count() == 2);
@@ -106,7 +106,7 @@ BOOST_DATA_TEST_CASE(at_most_limit_permits_are_granted_and_a_release_lets_the_ne
         auto [e2, one] = co_await s.async_acquire(use_tuple);
         BOOST_REQUIRE_MESSAGE(!e2, e2.message());
         BOOST_TEST(one.id() != two.id());
-        BOOST_TEST(co_await until_units(nodes, 3));
+        BOOST_TEST(co_await until_units(rig.nodes, 3));
 
         redlock::diagnostics diag;
         auto [e3, none] = co_await s.async_try_acquire(1, diag, use_tuple);
@@ -119,7 +119,7 @@ BOOST_DATA_TEST_CASE(at_most_limit_permits_are_granted_and_a_release_lets_the_ne
         BOOST_TEST(e5 == error::not_acquired);
         co_await two.async_release(asio::use_awaitable);
         co_await again.async_release(asio::use_awaitable);
-        BOOST_TEST(co_await until_units(nodes, 0));
+        BOOST_TEST(co_await until_units(rig.nodes, 0));
     });
 }
 
@@ -127,11 +127,10 @@ BOOST_DATA_TEST_CASE(at_most_limit_permits_are_granted_and_a_release_lets_the_ne
 // message can wake it in time. A release of 3 permits wakes 3 waiters of one client.
 BOOST_AUTO_TEST_CASE(a_release_of_k_permits_wakes_k_waiters_by_message)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client holder_client(ctx.get_executor(), configs(nodes));
-    redlock::client waiters(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(3, 2);
+    auto& holder_client = rig.client(0);
+    auto& waiters = rig.client(1);
+    rig.run([&]() -> asio::awaitable<void> {
         co_await holder_client.async_connect(asio::use_awaitable);
         co_await waiters.async_connect(asio::use_awaitable);
         auto o = options(30'000ms);
@@ -167,16 +166,14 @@ BOOST_AUTO_TEST_CASE(a_release_of_k_permits_wakes_k_waiters_by_message)
 // its validity says lost.
 BOOST_AUTO_TEST_CASE(release_never_says_released_for_a_permit_that_was_not_held)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await c.async_connect(asio::use_awaitable);
-        redlock::semaphore s(c, name, 2, options());
+    redis_rig rig(3);
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        redlock::semaphore s(rig.client(), name, 2, options());
         auto [e1, p] = co_await s.async_acquire(2, use_tuple);
         BOOST_REQUIRE_MESSAGE(!e1, e1.message());
-        BOOST_REQUIRE(co_await until_units(nodes, 2));
-        for (std::size_t i = 0; i < 2; ++i) nodes[i].cli({"ZREM", name, p.id()});  // gone on a quorum
+        BOOST_REQUIRE(co_await until_units(rig.nodes, 2));
+        for (std::size_t i = 0; i < 2; ++i) rig.nodes[i].cli({"ZREM", name, p.id()});  // gone on a quorum
         redlock::diagnostics diag;
         auto [rel] = co_await p.async_release(diag, use_tuple);
         BOOST_TEST(rel == error::not_owner, rel.message() << ": " << diag.message());
@@ -184,7 +181,7 @@ BOOST_AUTO_TEST_CASE(release_never_says_released_for_a_permit_that_was_not_held)
         auto o = options();
         o.ttl = 300ms;
         o.node_timeout = 50ms;
-        auto [e2, brief] = co_await redlock::semaphore(c, name, 2, o).async_acquire(use_tuple);
+        auto [e2, brief] = co_await redlock::semaphore(rig.client(), name, 2, o).async_acquire(use_tuple);
         BOOST_REQUIRE_MESSAGE(!e2, e2.message());
         co_await sleep_for(600ms);
         BOOST_TEST(brief.lost());
@@ -201,12 +198,10 @@ BOOST_DATA_TEST_CASE(a_permit_of_max_limit_units_is_granted_extended_and_release
                      data::make({1, 3}), n)
 {
     constexpr auto all = redlock::semaphore::max_limit;
-    cluster nodes(static_cast<std::size_t>(n));
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await c.async_connect(asio::use_awaitable);
-        redlock::semaphore s(c, name, all, {.wait = 0ms});  // the default ttl (10 s) and node timeout
+    redis_rig rig(n);
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        redlock::semaphore s(rig.client(), name, all, {.wait = 0ms});  // the default ttl (10 s) and node timeout
         redlock::diagnostics diag;
         auto [e1, p] = co_await s.async_acquire(all, diag, use_tuple);
         BOOST_REQUIRE_MESSAGE(!e1, e1.message() << ": " << diag.message());
@@ -224,14 +219,14 @@ BOOST_DATA_TEST_CASE(a_permit_of_max_limit_units_is_granted_extended_and_release
         BOOST_TEST(remaining.count() == 10'000);
         auto [e5] = co_await p.async_release(diag, use_tuple);
         BOOST_TEST(!e5, e5.message() << ": " << diag.message());
-        for (std::size_t i = 0; i < nodes.size(); ++i) {
-            BOOST_TEST(permits_on(nodes[i]) == 0);
-            BOOST_TEST(units_on(nodes[i]) == 0);
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i) {
+            BOOST_TEST(permits_on(rig.nodes[i]) == 0);
+            BOOST_TEST(units_on(rig.nodes[i]) == 0);
         }
     });
-    for (std::size_t i = 0; i < nodes.size(); ++i)
-        BOOST_TEST(script_usec_per_call(nodes[i]) < 20'000,
-                   "node " << i << ": " << script_usec_per_call(nodes[i]) << " us of server time per script");
+    for (std::size_t i = 0; i < rig.nodes.size(); ++i)
+        BOOST_TEST(script_usec_per_call(rig.nodes[i]) < 20'000,
+                   "node " << i << ": " << script_usec_per_call(rig.nodes[i]) << " us of server time per script");
 }
 
 // Permits of 1, 5 and 1000 units side by side (limit 1006): never more units than the limit; one member each,
@@ -241,20 +236,19 @@ BOOST_DATA_TEST_CASE(a_permit_of_max_limit_units_is_granted_extended_and_release
 BOOST_DATA_TEST_CASE(permits_of_1_5_and_1000_units_count_exactly_their_units, data::make({1, 3}), n)
 {
     constexpr std::int64_t limit = 1006;
-    cluster nodes(static_cast<std::size_t>(n));
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
+    redis_rig rig(n);
     const auto on_every_node = [&](auto check) {
-        for (std::size_t i = 0; i < nodes.size(); ++i) check(nodes[i]);
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i) check(rig.nodes[i]);
     };
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await c.async_connect(asio::use_awaitable);
-        redlock::semaphore s(c, name, limit, options());
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        redlock::semaphore s(rig.client(), name, limit, options());
         auto brief_options = options();
         brief_options.ttl = 1000ms;
         auto [e1, thousand] = co_await s.async_acquire(1000, use_tuple);
         auto [e2, one] = co_await s.async_acquire(1, use_tuple);
-        auto [e3, five] = co_await redlock::semaphore(c, name, limit, brief_options).async_acquire(5, use_tuple);
+        auto [e3, five] =
+            co_await redlock::semaphore(rig.client(), name, limit, brief_options).async_acquire(5, use_tuple);
         BOOST_REQUIRE(!e1);
         BOOST_REQUIRE(!e2);
         BOOST_REQUIRE(!e3);
@@ -309,11 +303,10 @@ BOOST_DATA_TEST_CASE(permits_of_1_5_and_1000_units_count_exactly_their_units, da
 BOOST_AUTO_TEST_CASE(a_release_of_5_units_wakes_5_waiters_and_the_sixth_waits_for_the_next)
 {
     constexpr std::int64_t limit = 1006;
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client holder(ctx.get_executor(), configs(nodes));
-    redlock::client waiters(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(3, 2);
+    auto& holder = rig.client(0);
+    auto& waiters = rig.client(1);
+    rig.run([&]() -> asio::awaitable<void> {
         co_await holder.async_connect(asio::use_awaitable);
         co_await waiters.async_connect(asio::use_awaitable);
         auto o = options(30'000ms);
@@ -325,7 +318,7 @@ BOOST_AUTO_TEST_CASE(a_release_of_5_units_wakes_5_waiters_and_the_sixth_waits_fo
         BOOST_REQUIRE(!e1);
         BOOST_REQUIRE(!e2);
         BOOST_REQUIRE(!e3);
-        BOOST_REQUIRE(co_await until_units(nodes, limit));
+        BOOST_REQUIRE(co_await until_units(rig.nodes, limit));
 
         constexpr std::size_t count = 6;
         std::vector<redlock::diagnostics> diags(count);
@@ -357,7 +350,7 @@ BOOST_AUTO_TEST_CASE(a_release_of_5_units_wakes_5_waiters_and_the_sixth_waits_fo
             co_await got[i].async_release(use_tuple);
         }
         co_await thousand.async_release(asio::use_awaitable);
-        BOOST_TEST(co_await until_units(nodes, 0));
+        BOOST_TEST(co_await until_units(rig.nodes, 0));
     });
 }
 
@@ -366,23 +359,21 @@ BOOST_AUTO_TEST_CASE(a_release_of_5_units_wakes_5_waiters_and_the_sixth_waits_fo
 // soon as enough have expired, not at its 30 s retry delay.
 BOOST_AUTO_TEST_CASE(a_wait_for_more_than_64_permits_to_expire_ends_when_they_have)
 {
-    cluster nodes(1);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await c.async_connect(asio::use_awaitable);
+    redis_rig rig(1);
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
         auto o = options();
         std::vector<redlock::permit> held;
         for (const auto& [count, ttl] : {std::pair{64, 2000ms}, std::pair{36, 4000ms}}) {
             o.ttl = ttl;
-            redlock::semaphore s(c, name, 100, o);
+            redlock::semaphore s(rig.client(), name, 100, o);
             for (int i = 0; i < count; ++i) held.push_back(co_await s.async_acquire(asio::use_awaitable));
         }
         o = options(10'000ms);
         o.retry_delay = 30'000ms;
         redlock::diagnostics diag;
         const auto start = steady::now();
-        auto [ec, p] = co_await redlock::semaphore(c, name, 100, o).async_acquire(66, diag, use_tuple);
+        auto [ec, p] = co_await redlock::semaphore(rig.client(), name, 100, o).async_acquire(66, diag, use_tuple);
         const auto took = steady::now() - start;
         BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << diag.message());
         BOOST_TEST_MESSAGE("granted after " << took / 1ms << " ms and " << diag.waiting().attempts << " attempts");
@@ -397,20 +388,18 @@ BOOST_AUTO_TEST_CASE(expiry_and_extension_are_in_server_time)
 {
     redlock::test::node_options shimmed;
     shimmed.clock_shim = true;
-    cluster nodes(1, shimmed);
-    nodes[0].set_clock(3'600'000);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await c.async_connect(asio::use_awaitable);
-        auto [ec, p] = co_await redlock::semaphore(c, name, 2, options()).async_acquire(use_tuple);
+    redis_rig rig(1, 1, shimmed);
+    rig.nodes[0].set_clock(3'600'000);
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        auto [ec, p] = co_await redlock::semaphore(rig.client(), name, 2, options()).async_acquire(use_tuple);
         BOOST_REQUIRE_MESSAGE(!ec, ec.message());
         auto server_ms = [&] {
-            const auto t = nodes[0].cli({"TIME"});  // "seconds\nmicroseconds"
+            const auto t = rig.nodes[0].cli({"TIME"});  // "seconds\nmicroseconds"
             const auto nl = t.find('\n');
             return std::stoll(t.substr(0, nl)) * 1000 + std::stoll(t.substr(nl + 1)) / 1000;
         };
-        const auto left = std::stoll(nodes[0].cli({"ZSCORE", name, p.id()})) - server_ms();
+        const auto left = std::stoll(rig.nodes[0].cli({"ZSCORE", name, p.id()})) - server_ms();
         BOOST_TEST((left > 9'000 && left <= 10'000), left << " ms left by the server's clock");
         auto [e2, remaining] = co_await p.async_extend(use_tuple);
         BOOST_REQUIRE_MESSAGE(!e2, e2.message());
@@ -453,11 +442,10 @@ BOOST_AUTO_TEST_CASE(an_abandoned_semaphore_leaves_no_key_behind)
 // permits, and new ones wait until the holders fit under it.
 BOOST_AUTO_TEST_CASE(set_limit_up_wakes_waiters_and_down_revokes_nothing)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    redlock::client admin(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(3, 2);
+    auto& c = rig.client(0);
+    auto& admin = rig.client(1);
+    rig.run([&]() -> asio::awaitable<void> {
         co_await c.async_connect(asio::use_awaitable);
         co_await admin.async_connect(asio::use_awaitable);
         redlock::semaphore s(c, name, 1, options(30'000ms));
@@ -501,12 +489,11 @@ BOOST_AUTO_TEST_CASE(set_limit_up_wakes_waiters_and_down_revokes_nothing)
 BOOST_DATA_TEST_CASE(a_waiter_for_more_than_a_shrunk_limit_fails_promptly_with_exceeds_limit, data::make({false, true}),
                      fair)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client holder(ctx.get_executor(), configs(nodes));
-    redlock::client waiter(ctx.get_executor(), configs(nodes));
-    redlock::client admin(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(3, 3);
+    auto& holder = rig.client(0);
+    auto& waiter = rig.client(1);
+    auto& admin = rig.client(2);
+    rig.run([&]() -> asio::awaitable<void> {
         for (auto* c : {&holder, &waiter, &admin}) co_await c->async_connect(asio::use_awaitable);
         auto o = options(30'000ms);
         o.fair = fair;
@@ -525,7 +512,7 @@ BOOST_DATA_TEST_CASE(a_waiter_for_more_than_a_shrunk_limit_fails_promptly_with_e
                 behind = e;
                 behind_permit = std::move(p);
             });
-            BOOST_REQUIRE(co_await until_queued(nodes, 2));
+            BOOST_REQUIRE(co_await until_queued(rig.nodes, 2));
         }
         const auto shrunk = steady::now();
         co_await redlock::semaphore(admin, name, 3).async_set_limit(1, asio::use_awaitable);
@@ -542,7 +529,7 @@ BOOST_DATA_TEST_CASE(a_waiter_for_more_than_a_shrunk_limit_fails_promptly_with_e
         BOOST_TEST(redlock::to_prometheus(waiter.stats())
                        .find("redlock_acquire_failures_total{reason=\"exceeds_limit\"} 1\n") != std::string::npos);
         if (fair) {
-            BOOST_TEST(co_await until_queued(nodes, 1));  // it left every node's queue
+            BOOST_TEST(co_await until_queued(rig.nodes, 1));  // it left every node's queue
             co_await two.async_release(asio::use_awaitable);
             const auto released = steady::now();
             while (!behind && steady::now() - released < 10s) co_await sleep_for(2ms);
@@ -560,11 +547,7 @@ BOOST_DATA_TEST_CASE(a_waiter_for_more_than_a_shrunk_limit_fails_promptly_with_e
 // fits the limit in force (the larger one while a change is on its way), and the grants go on throughout.
 BOOST_AUTO_TEST_CASE(set_limit_under_load_bounds_every_grant_by_the_limit_in_force)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    std::vector<std::unique_ptr<redlock::client>> clients;
-    for (int i = 0; i < 4; ++i)
-        clients.push_back(std::make_unique<redlock::client>(ctx.get_executor(), configs(nodes)));
+    redis_rig rig(3, 4);
     int inside = 0, over = 0, grants = 0;
     std::int64_t ceiling = 2;  // the largest limit a node may have right now
     bool done = false;
@@ -580,13 +563,12 @@ BOOST_AUTO_TEST_CASE(set_limit_under_load_bounds_every_grant_by_the_limit_in_for
             co_await p.async_release(use_tuple);
         }
     };
-    run_coro(
-        ctx,
+    rig.run(
         [&]() -> asio::awaitable<void> {
-            for (auto& c : clients) co_await c->async_connect(asio::use_awaitable);
+            for (auto& c : rig.clients) co_await c->async_connect(asio::use_awaitable);
             for (int i = 0; i < 12; ++i)
-                asio::co_spawn(ctx, worker(*clients[static_cast<std::size_t>(i % 3)]), asio::detached);
-            redlock::semaphore admin(*clients[3], name, 2);
+                asio::co_spawn(rig.ctx, worker(*rig.clients[static_cast<std::size_t>(i % 3)]), asio::detached);
+            redlock::semaphore admin(*rig.clients[3], name, 2);
             for (int round = 0; round < 8; ++round) {
                 co_await sleep_for(100ms);
                 const std::int64_t next = round % 2 == 0 ? 4 : 2;
@@ -610,20 +592,18 @@ BOOST_AUTO_TEST_CASE(set_limit_under_load_bounds_every_grant_by_the_limit_in_for
 // on nodes set to 3 (Q = 3) must not be granted with one node down.
 BOOST_AUTO_TEST_CASE(the_quorum_follows_the_limit_the_nodes_report)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await c.async_connect(asio::use_awaitable);
-        co_await redlock::semaphore(c, name, 1).async_set_limit(3, asio::use_awaitable);
-        for (std::size_t i = 0; i < 3; ++i) BOOST_TEST(nodes[i].cli({"GET", "{workers}:limit"}) == "3");
-        redlock::semaphore s(c, name, 1, options());
+    redis_rig rig(3);
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        co_await redlock::semaphore(rig.client(), name, 1).async_set_limit(3, asio::use_awaitable);
+        for (std::size_t i = 0; i < 3; ++i) BOOST_TEST(rig.nodes[i].cli({"GET", "{workers}:limit"}) == "3");
+        redlock::semaphore s(rig.client(), name, 1, options());
         BOOST_TEST(s.quorum() == 2u);
         auto [e1, p1] = co_await s.async_acquire(use_tuple);  // all up: granted by 3 (the quorum of limit 3)
         BOOST_REQUIRE_MESSAGE(!e1, e1.message());
         auto [e2, p2] = co_await s.async_acquire(use_tuple);  // the nodes' limit, not the caller's 1
         BOOST_TEST(!e2, e2.message());
-        nodes[2].kill();
+        rig.nodes[2].kill();
         redlock::diagnostics diag;
         auto [e3, p3] = co_await s.async_acquire(1, diag, use_tuple);
         BOOST_TEST(e3 == error::no_quorum, e3.message() << ": " << diag.message());
@@ -635,17 +615,15 @@ BOOST_AUTO_TEST_CASE(the_quorum_follows_the_limit_the_nodes_report)
 // With limit >= N - 1 the quorum is N: one node down and nothing is granted (the API says so up front).
 BOOST_AUTO_TEST_CASE(with_limit_at_least_n_minus_1_no_node_may_fail)
 {
-    cluster nodes(3);
-    nodes[2].kill();
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        redlock::semaphore two(c, name, 2, options());
+    redis_rig rig(3);
+    rig.nodes[2].kill();
+    rig.run([&]() -> asio::awaitable<void> {
+        redlock::semaphore two(rig.client(), name, 2, options());
         BOOST_TEST(two.quorum() == 3u);
         BOOST_TEST(two.failures_tolerated() == 0u);
         auto [e1, p1] = co_await two.async_acquire(use_tuple);
         BOOST_TEST(e1 == error::no_quorum, e1.message());
-        redlock::semaphore one(c, "single", 1, options());
+        redlock::semaphore one(rig.client(), "single", 1, options());
         BOOST_TEST(one.failures_tolerated() == 1u);
         auto [e2, p2] = co_await one.async_acquire(use_tuple);
         BOOST_TEST(!e2, e2.message());
@@ -655,17 +633,15 @@ BOOST_AUTO_TEST_CASE(with_limit_at_least_n_minus_1_no_node_may_fail)
 
 BOOST_AUTO_TEST_CASE(inspect_shows_holders_limits_and_available_permits)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await c.async_connect(asio::use_awaitable);
-        redlock::semaphore s(c, name, 4, options());
+    redis_rig rig(3);
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        redlock::semaphore s(rig.client(), name, 4, options());
         auto [e1, two] = co_await s.async_acquire(2, use_tuple);
         auto [e2, one] = co_await s.async_acquire(use_tuple);
         BOOST_REQUIRE(!e1);
         BOOST_REQUIRE(!e2);
-        BOOST_REQUIRE(co_await until_units(nodes, 3));
+        BOOST_REQUIRE(co_await until_units(rig.nodes, 3));
         auto [ec, seen] = co_await s.async_inspect(use_tuple);
         BOOST_REQUIRE_MESSAGE(!ec, ec.message());
         BOOST_TEST(seen.limit == 4);
@@ -689,18 +665,16 @@ BOOST_AUTO_TEST_CASE(inspect_shows_holders_limits_and_available_permits)
 
 BOOST_AUTO_TEST_CASE(with_permit_holds_while_the_body_runs_and_gives_back_on_every_exit)
 {
-    cluster nodes(1);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        redlock::semaphore s(c, name, 2, options());
+    redis_rig rig(1);
+    rig.run([&]() -> asio::awaitable<void> {
+        redlock::semaphore s(rig.client(), name, 2, options());
         auto body = [&](const redlock::permit& p) -> asio::awaitable<int> {
             BOOST_TEST(p.count() == 2);
-            BOOST_TEST(units_on(nodes[0]) == 2);
+            BOOST_TEST(units_on(rig.nodes[0]) == 2);
             co_return 7;
         };
         BOOST_TEST(co_await redlock::with_permit(s, 2, body) == 7);
-        BOOST_TEST(units_on(nodes[0]) == 0);
+        BOOST_TEST(units_on(rig.nodes[0]) == 0);
         auto failing = []() -> asio::awaitable<void> {
             throw std::runtime_error("the job failed");
             co_return;
@@ -712,7 +686,7 @@ BOOST_AUTO_TEST_CASE(with_permit_holds_while_the_body_runs_and_gives_back_on_eve
             thrown = true;
         }
         BOOST_TEST(thrown);
-        BOOST_TEST(units_on(nodes[0]) == 0);
+        BOOST_TEST(units_on(rig.nodes[0]) == 0);
     });
 }
 

@@ -5,14 +5,12 @@
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <common/processes/subprocess.hpp>
-#include <common/run_coro.hpp>
 #include <common/servers/lock_checks.hpp>
-#include <common/servers/redis_node.hpp>
+#include <common/servers/redis_rig.hpp>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -21,9 +19,7 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using redlock::error;
 using redlock::error_code;
-using redlock::test::cluster;
-using redlock::test::configs;
-using redlock::test::run_coro;
+using redlock::test::redis_rig;
 using redlock::test::sleep_for;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
@@ -67,16 +63,15 @@ double sample(const std::string& text, const std::string& key)
 
 BOOST_AUTO_TEST_CASE(stats_count_what_the_client_did_and_render_for_prometheus)
 {
-    cluster nodes(3);
-    nodes[2].kill();  // its answers are errors: counted per node
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    redlock::client other(ctx.get_executor(), configs(nodes));
+    redis_rig rig(3, 2);
+    auto& c = rig.client(0);
+    auto& other = rig.client(1);
+    rig.nodes[2].kill();  // its answers are errors: counted per node
     std::vector<std::string> warnings;
     c.set_log_handler([&](redlock::log_level level, std::string_view message) {
         if (level == redlock::log_level::warning) warnings.emplace_back(message);
     });
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    rig.run([&]() -> asio::awaitable<void> {
         co_await c.async_connect(asio::use_awaitable);
         co_await other.async_connect(asio::use_awaitable);
         redlock::mutex m(c, "stats", {.ttl = 5000ms, .wait = 5000ms, .node_timeout = 100ms});
@@ -155,11 +150,10 @@ BOOST_AUTO_TEST_CASE(stats_count_what_the_client_did_and_render_for_prometheus)
 // holder's key expires. That wake-up is the timer's, not a message's.
 BOOST_AUTO_TEST_CASE(a_waiter_woken_by_the_holders_ttl_counts_a_timer_wakeup)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client holder(ctx.get_executor(), configs(nodes));
-    redlock::client waiter(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(3, 2);
+    auto& holder = rig.client(0);
+    auto& waiter = rig.client(1);
+    rig.run([&]() -> asio::awaitable<void> {
         co_await holder.async_connect(asio::use_awaitable);
         co_await waiter.async_connect(asio::use_awaitable);
         // No watchdog, never released: its keys lapse after 600 ms.
@@ -188,11 +182,10 @@ BOOST_AUTO_TEST_CASE(a_waiter_woken_by_the_holders_ttl_counts_a_timer_wakeup)
 // per client and per node; the release that follows still wakes the waiter by message.
 BOOST_AUTO_TEST_CASE(a_node_restarted_under_a_subscribed_waiter_counts_a_restored_subscription)
 {
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client holder(ctx.get_executor(), configs(nodes));
-    redlock::client waiter(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(3, 2);
+    auto& holder = rig.client(0);
+    auto& waiter = rig.client(1);
+    rig.run([&]() -> asio::awaitable<void> {
         co_await holder.async_connect(asio::use_awaitable);
         co_await waiter.async_connect(asio::use_awaitable);
         auto [e1, held] = co_await redlock::mutex(holder, "restored", {.ttl = 10s}).async_lock(use_tuple);
@@ -204,10 +197,11 @@ BOOST_AUTO_TEST_CASE(a_node_restarted_under_a_subscribed_waiter_counts_a_restore
                 waited = e;
                 mine = std::move(l);
             });
-        const bool subscribed = co_await all_listening(nodes, "restored", "1", 10s);  // refused, subscribed everywhere
+        const bool subscribed =
+            co_await all_listening(rig.nodes, "restored", "1", 10s);  // refused, subscribed everywhere
         BOOST_REQUIRE_MESSAGE(subscribed, "the waiter did not subscribe on every node");
         BOOST_TEST(waiter.stats().subscriptions_restored == 0u);
-        nodes[0].restart();  // the holder's key there is gone; nodes 1 and 2 still refuse the waiter
+        rig.nodes[0].restart();  // the holder's key there is gone; nodes 1 and 2 still refuse the waiter
         for (int i = 0; i < 300 && waiter.stats().subscriptions_restored == 0; ++i) co_await sleep_for(10ms);
         BOOST_TEST(!waited.has_value());
         co_await held.async_release(asio::use_awaitable);

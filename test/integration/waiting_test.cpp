@@ -15,6 +15,7 @@
 #include <common/run_coro.hpp>
 #include <common/servers/lock_checks.hpp>
 #include <common/servers/redis_node.hpp>
+#include <common/servers/redis_rig.hpp>
 #include <optional>
 
 namespace asio = boost::asio;
@@ -23,6 +24,7 @@ using namespace std::chrono_literals;
 using redlock::error_code;
 using redlock::test::cluster;
 using redlock::test::configs;
+using redlock::test::redis_rig;
 using redlock::test::run_coro;
 using steady = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
@@ -124,12 +126,11 @@ BOOST_DATA_TEST_CASE(thousands_of_handoffs_lose_no_wake_up, data::make({1, 3}), 
 // (nor themselves) into a retry loop. Each sleeps until its 1.5 s wait runs out, in a handful of attempts.
 BOOST_DATA_TEST_CASE(waiters_that_win_a_free_minority_do_not_wake_each_other, data::make({false, true}), fair)
 {
-    cluster nodes(3);
-    for (std::size_t i = 0; i < 2; ++i) nodes[i].cli({"SET", "minority", "another-owner", "PX", "60000"});
-    asio::io_context ctx;
-    redlock::client a(ctx.get_executor(), configs(nodes));
-    redlock::client b(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
+    redis_rig rig(3, 2);
+    auto& a = rig.client(0);
+    auto& b = rig.client(1);
+    for (std::size_t i = 0; i < 2; ++i) rig.nodes[i].cli({"SET", "minority", "another-owner", "PX", "60000"});
+    rig.run([&]() -> asio::awaitable<void> {
         const redlock::lock_options o{.ttl = 10'000ms, .wait = 1500ms, .node_timeout = 300ms, .fair = fair};
         std::array<redlock::diagnostics, 2> diags;
         std::array<std::optional<error_code>, 2> outcomes;
@@ -155,15 +156,14 @@ BOOST_DATA_TEST_CASE(waiters_that_win_a_free_minority_do_not_wake_each_other, da
 // spin. It makes an attempt and the check that follows its subscription, then sleeps until it is cancelled.
 BOOST_DATA_TEST_CASE(a_holder_ttl_of_ages_does_not_make_a_waiter_spin, data::make({1, 3}), n)
 {
-    cluster nodes(static_cast<std::size_t>(n));
-    for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"SET", "ages", "foreign", "PX", "9000000000000000"});
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        redlock::mutex m(c, "ages", {.ttl = 10'000ms, .wait = std::chrono::milliseconds::max()});
+    redis_rig rig(n);
+    for (std::size_t i = 0; i < rig.nodes.size(); ++i)
+        rig.nodes[i].cli({"SET", "ages", "foreign", "PX", "9000000000000000"});
+    rig.run([&]() -> asio::awaitable<void> {
+        redlock::mutex m(rig.client(), "ages", {.ttl = 10'000ms, .wait = std::chrono::milliseconds::max()});
         redlock::diagnostics diag;
         asio::cancellation_signal stop;
-        asio::steady_timer timer(ctx, 1500ms);
+        asio::steady_timer timer(rig.ctx, 1500ms);
         timer.async_wait([&](error_code) { stop.emit(asio::cancellation_type::terminal); });
         auto [ec, held] = co_await m.async_lock(diag, asio::bind_cancellation_slot(stop.slot(), use_tuple));
         BOOST_TEST(ec == asio::error::operation_aborted, ec.message());

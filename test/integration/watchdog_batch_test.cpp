@@ -3,19 +3,15 @@
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <common/run_coro.hpp>
 #include <common/servers/lock_checks.hpp>
-#include <common/servers/redis_node.hpp>
+#include <common/servers/redis_rig.hpp>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
-using redlock::test::cluster;
-using redlock::test::configs;
-using redlock::test::run_coro;
+using redlock::test::redis_rig;
 using redlock::test::sleep_for;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
@@ -35,22 +31,20 @@ asio::awaitable<void> take_leases(redlock::client& c, std::string prefix, int co
 BOOST_AUTO_TEST_CASE(many_leases_stay_held_with_one_script_call_per_batch)
 {
     constexpr int leases = 300;
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
+    redis_rig rig(3);
     std::vector<redlock::lease> held;
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await take_leases(c, "batch:", leases, held);
-        for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"CONFIG", "RESETSTAT"});
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await take_leases(rig.client(), "batch:", leases, held);
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i) rig.nodes[i].cli({"CONFIG", "RESETSTAT"});
         co_await sleep_for(2000ms);  // more than two TTLs: every lease lives on extensions alone
     });
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-        const auto extensions = nodes[i].command_stat("pexpire");
-        const auto calls = nodes[i].command_stat("evalsha");
+    for (std::size_t i = 0; i < rig.nodes.size(); ++i) {
+        const auto extensions = rig.nodes[i].command_stat("pexpire");
+        const auto calls = rig.nodes[i].command_stat("evalsha");
         BOOST_TEST(extensions >= 2L * leases);  // each lease extended at least every 300 ms
         BOOST_TEST(calls * 10 <= extensions, calls << " script calls for " << extensions << " extensions");
         for (int k = 0; k < leases; k += 37) {
-            const auto pttl = std::stol(nodes[i].cli({"PTTL", "batch:" + std::to_string(k)}));
+            const auto pttl = std::stol(rig.nodes[i].cli({"PTTL", "batch:" + std::to_string(k)}));
             BOOST_TEST(pttl > 0);
         }
     }
@@ -62,15 +56,13 @@ BOOST_AUTO_TEST_CASE(many_leases_stay_held_with_one_script_call_per_batch)
 BOOST_AUTO_TEST_CASE(a_key_of_another_type_fails_its_lease_only)
 {
     constexpr int leases = 20;
-    cluster nodes(3);
-    asio::io_context ctx;
-    redlock::client c(ctx.get_executor(), configs(nodes));
+    redis_rig rig(3);
     std::vector<redlock::lease> held;
-    run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await take_leases(c, "typed:", leases, held);
-        for (std::size_t i = 0; i < nodes.size(); ++i) {
-            nodes[i].cli({"DEL", "typed:7"});
-            nodes[i].cli({"HSET", "typed:7", "field", "value"});
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await take_leases(rig.client(), "typed:", leases, held);
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i) {
+            rig.nodes[i].cli({"DEL", "typed:7"});
+            rig.nodes[i].cli({"HSET", "typed:7", "field", "value"});
         }
         co_await sleep_for(1500ms);
     });
