@@ -69,22 +69,20 @@ asio::awaitable<void> show_user(redlock::cache_guard cache, std::shared_ptr<data
               << " database queries so far\n";
 }
 
-// An earlier run's values (kept for 10 minutes) would turn this run's misses into hits: start without them.
-asio::awaitable<void> forget_earlier_runs(const redlock::node_config& store_node)
+// An earlier run's values (kept for 10 minutes) would turn this run's misses into hits: start without them. A command
+// of our own on the store (its keys span hash slots, which one server runs; a Cluster would need a request per key).
+asio::awaitable<void> forget_earlier_runs(const redlock::redis& store)
 {
-    redlock::connection store(co_await asio::this_coro::executor, store_node);
-    co_await store.async_connect(asio::use_awaitable);
     redlock::request del;
     del.push("DEL", "user:ada", "user:alan", "user:nobody", "user:mallory");
-    co_await store.async_exec(del, asio::use_awaitable);
-    store.close();
+    redlock::response deleted;
+    co_await store.async_exec(del, deleted, asio::use_awaitable);
 }
 
-asio::awaitable<void> demo(redlock::client& locks, std::shared_ptr<redlock::node> store,
-                           redlock::node_config store_node)
+asio::awaitable<void> demo(redlock::client& locks, redlock::redis store)
 {
     co_await locks.async_connect(asio::use_awaitable);
-    co_await forget_earlier_runs(store_node);
+    co_await forget_earlier_runs(store);
     auto db = std::make_shared<database>();
 
     // [get-or-load]
@@ -137,14 +135,14 @@ int main(int argc, char** argv)
         asio::io_context ctx;
         const auto nodes = node_list(argc, argv);
         // [guard-parts]
-        redlock::client locks(ctx.get_executor(), nodes);  // the rebuild locks: 1 or N nodes
-        auto store = std::shared_ptr<redlock::node>(redlock::make_connection_node(ctx.get_executor(), nodes.front()));
+        redlock::client locks(ctx.get_executor(), nodes);         // the rebuild locks: 1 or N nodes
+        redlock::redis store(ctx.get_executor(), nodes.front());  // the values: one Redis
         // [guard-parts]
         std::exception_ptr failure;
-        asio::co_spawn(ctx, demo(locks, store, nodes.front()), [&](std::exception_ptr e) {
+        asio::co_spawn(ctx, demo(locks, store), [&](std::exception_ptr e) {
             failure = e;
             locks.close();  // the connections would otherwise keep ctx.run() going
-            store->close();
+            store.close();
         });
         ctx.run();
         if (failure) std::rethrow_exception(failure);

@@ -35,7 +35,7 @@ asio::awaitable<void> stall(std::chrono::milliseconds d)
 }
 
 // Writes the report only if no newer holder has written it: the guard key keeps the highest token accepted.
-asio::awaitable<bool> write_report(redlock::connection& store, std::uint64_t fencing_token, const std::string& text)
+asio::awaitable<bool> write_report(const redlock::redis& store, std::uint64_t fencing_token, const std::string& text)
 {
     redlock::fenced_write w("{report:2026-11}:guard", fencing_token);
     w.command("SET", "{report:2026-11}:body", {text});
@@ -50,7 +50,7 @@ asio::awaitable<bool> write_report(redlock::connection& store, std::uint64_t fen
 }
 
 // [using-it]
-asio::awaitable<void> fenced_report(redlock::client& client, redlock::connection& store, std::string text,
+asio::awaitable<void> fenced_report(redlock::client& client, const redlock::redis& store, std::string text,
                                     std::string now)
 {
     redlock::mutex report_lock(client, "report:2026-11", {.ttl = 30s, .watchdog = true, .fencing = true});
@@ -72,13 +72,13 @@ asio::awaitable<void> fenced_report(redlock::client& client, redlock::connection
 
 // [fenced-set]
 // Sets `key` to `value` for an hour, unless a holder with a newer token than `token` has written.
-asio::awaitable<bool> fenced_set(redlock::connection& connection, std::string guard_key, std::uint64_t token,
+asio::awaitable<bool> fenced_set(const redlock::redis& store, std::string guard_key, std::uint64_t token,
                                  std::string key, std::string value)
 {
     redlock::fenced_write w(guard_key, token);
     w.command("SET", key, {value});  // any command that writes one key: SET, HSET, DEL, LPUSH, XADD...
     w.command("EXPIRE", key, {3600});
-    auto [ec, resource_token] = co_await redlock::async_fenced_write(connection, w, use_tuple);
+    auto [ec, resource_token] = co_await redlock::async_fenced_write(store, w, use_tuple);
     if (ec && ec != redlock::error::stale_token) throw boost::system::system_error(ec);
     std::cout << "fenced_set with token " << token
               << (ec ? ": refused, the guard holds " : ": written, the guard holds ") << resource_token << "\n";
@@ -87,7 +87,7 @@ asio::awaitable<bool> fenced_set(redlock::connection& connection, std::string gu
 // [fenced-set]
 
 // Returns A's fencing token, stale by then.
-asio::awaitable<std::uint64_t> run(redlock::client& a, redlock::client& b, redlock::connection& store)
+asio::awaitable<std::uint64_t> run(redlock::client& a, redlock::client& b, const redlock::redis& store)
 {
     co_await a.async_connect(asio::use_awaitable);
     co_await b.async_connect(asio::use_awaitable);
@@ -116,7 +116,7 @@ asio::awaitable<std::uint64_t> run(redlock::client& a, redlock::client& b, redlo
 }
 
 // The same protocol again, as doc/fencing.md shows it: a fenced report with its metadata, then A's stale token.
-asio::awaitable<void> as_documented(redlock::client& client, redlock::connection& store, std::uint64_t stale_token)
+asio::awaitable<void> as_documented(redlock::client& client, const redlock::redis& store, std::uint64_t stale_token)
 {
     const std::string text = "the November report", now = "2026-12-01T00:00:00Z";
     co_await fenced_report(client, store, text, now);
@@ -131,7 +131,7 @@ int main(int argc, char** argv)
         asio::io_context ctx;
         redlock::client a(ctx.get_executor(), nodes);
         redlock::client b(ctx.get_executor(), nodes);
-        redlock::connection store(ctx.get_executor(), nodes.front());
+        redlock::redis store(ctx.get_executor(), nodes.front());
         asio::co_spawn(
             ctx,
             [&]() -> asio::awaitable<void> {

@@ -70,12 +70,12 @@ response reply(http::status status, std::string body)
 }
 
 // The counter's value on the store, 0 if it was never incremented.
-asio::awaitable<std::int64_t> read_value(redlock::connection& store, std::string key)
+asio::awaitable<std::int64_t> read_value(const redlock::redis& store, std::string key)
 {
     redlock::request get;
     get.push("GET", key);
     redlock::response got;
-    co_await store.async_exec(get, got, asio::use_awaitable);
+    co_await store.async_exec(get, got, key, asio::use_awaitable);  // routed by its key (a Cluster needs it)
     if (got[0].is_null()) co_return 0;
     if (auto value = got[0].as_integer()) co_return *value;
     throw boost::system::system_error(redlock::error::protocol_error, key + " is not an integer");
@@ -83,7 +83,7 @@ asio::awaitable<std::int64_t> read_value(redlock::connection& store, std::string
 
 // The critical section, while the lock is held. Every store error is thrown: with_lock releases the lock and
 // rethrows it. async_fenced_write throws error::stale_token when a holder with a newer token has written.
-asio::awaitable<std::int64_t> add_one(redlock::connection& store, std::string name, std::uint64_t token)
+asio::awaitable<std::int64_t> add_one(const redlock::redis& store, std::string name, std::uint64_t token)
 {
     const std::string value_key = "{counter:" + name + "}:value", guard = "{counter:" + name + "}:guard";
     // Claim before reading: the guard takes our token first, so a holder that read before us and then stalled
@@ -125,7 +125,7 @@ response failure(const redlock::error_code& ec)
     return res;
 }
 
-asio::awaitable<response> handle(redlock::client& locks, redlock::connection& store,
+asio::awaitable<response> handle(redlock::client& locks, const redlock::redis& store,
                                  const http::request<http::string_body>& req)
 {
     redlock::error_code ec;
@@ -150,7 +150,7 @@ asio::awaitable<response> handle(redlock::client& locks, redlock::connection& st
 }
 
 // One connection, as Beast's do_session: read a request, answer it, again while the client keeps it alive.
-asio::awaitable<void> session(beast::tcp_stream stream, redlock::client& locks, redlock::connection& store)
+asio::awaitable<void> session(beast::tcp_stream stream, redlock::client& locks, const redlock::redis& store)
 {
     beast::flat_buffer buffer;
     for (;;) {
@@ -170,7 +170,7 @@ asio::awaitable<void> session(beast::tcp_stream stream, redlock::client& locks, 
     stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
 }
 
-asio::awaitable<void> listen(redlock::client& locks, redlock::connection& store, std::uint16_t port)
+asio::awaitable<void> listen(redlock::client& locks, const redlock::redis& store, std::uint16_t port)
 {
     co_await locks.async_connect(asio::use_awaitable);  // a quorum of the lock nodes
     co_await store.async_connect(asio::use_awaitable);
@@ -197,7 +197,7 @@ int main(int argc, char** argv)
         if (nodes.empty() || port > 65535) throw std::invalid_argument("usage: http_counter [URL,URL,... [PORT]]");
         asio::io_context ctx;
         redlock::client locks(ctx.get_executor(), nodes);
-        redlock::connection store(ctx.get_executor(), nodes.front());
+        redlock::redis store(ctx.get_executor(), nodes.front());
         asio::co_spawn(ctx, listen(locks, store, static_cast<std::uint16_t>(port)), [](std::exception_ptr e) {
             if (e) std::rethrow_exception(e);
         });

@@ -1,11 +1,11 @@
 // A rate limiter shared by every process that names the same key: GCRA at 10 calls a second with bursts of 20,
 // each decision one script call on the node's clock. 25 calls at once: 21 pass (the burst and one), and the
 // others are told when to come back, as an HTTP service answers 429; a call that can never pass says so; then a
-// worker waits for room instead of being turned away, and one gives up when its wait is too short; last, a client
-// of several nodes is refused.
+// worker waits for room instead of being turned away, and one gives up when its wait is too short. A limiter takes
+// one Redis deployment (a redlock::redis), never a Redlock client of N nodes: that does not compile.
 // Usage: redlock_example_rate_limit [URL,URL,...]
 // The node URLs come from the argument, else from $REDLOCK_NODES (comma-separated), else redis://127.0.0.1:6379.
-// The limiter uses the first: a limiter lives on one node (doc/rate-limiting.md, "Over N nodes").
+// The limiter uses the first: a limiter lives on one Redis (doc/rate-limiting.md, "Over N nodes").
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace asio = boost::asio;
@@ -40,7 +41,7 @@ void reply_429(std::chrono::milliseconds retry_after, std::int64_t limit, std::i
 }
 
 // [calls]
-asio::awaitable<void> calls(redlock::client& limits)
+asio::awaitable<void> calls(const redlock::redis& limits)
 {
     redlock::rate_limiter limiter(limits, "api:user:42", {.rate = 10, .period = 1s, .burst = 20});
     int admitted = 0;
@@ -65,7 +66,7 @@ asio::awaitable<void> calls(redlock::client& limits)
 // [wait]
 // A worker that waits its turn rather than be turned away, for at most 100 ms: the cost is the upload's size, under
 // 1 MB/s with bursts of 256 kB.
-asio::awaitable<bool> upload(redlock::client& limits, std::int64_t bytes)
+asio::awaitable<bool> upload(const redlock::redis& limits, std::int64_t bytes)
 {
     redlock::rate_limiter limiter(limits, "uploads:bytes",
                                   {.rate = 1'000'000, .period = 1s, .burst = 256'000, .wait = 100ms});
@@ -82,7 +83,7 @@ asio::awaitable<bool> upload(redlock::client& limits, std::int64_t bytes)
 // [wait]
 
 // [never]
-asio::awaitable<void> too_costly(redlock::client& limits)
+asio::awaitable<void> too_costly(const redlock::redis& limits)
 {
     redlock::rate_limiter limiter(limits, "api:user:42", {.rate = 10, .period = 1s, .burst = 20});
     auto [ec, d] = co_await limiter.async_try_acquire(22, asio::as_tuple(asio::use_awaitable));
@@ -94,15 +95,9 @@ asio::awaitable<void> too_costly(redlock::client& limits)
 // [never]
 
 // [n-nodes]
-asio::awaitable<void> over_n_nodes(redlock::client& lock_nodes)
-{
-    redlock::rate_limiter limiter(lock_nodes, "api:user:42", {.rate = 10, .period = 1s});
-    redlock::diagnostics diag;
-    auto [ec, d] = co_await limiter.async_try_acquire(1, diag, asio::as_tuple(asio::use_awaitable));
-    std::cout << "a limiter on a client of " << lock_nodes.size() << " nodes: " << ec.message() << ": "
-              << diag.client_message() << "\n";
-    if (ec != redlock::error::invalid_argument) throw std::runtime_error("expected invalid_argument");
-}
+// One Redis is one type: a limiter is made from a redis, and a Redlock client of N nodes does not compile as one.
+static_assert(std::is_constructible_v<redlock::rate_limiter, const redlock::redis&, std::string, redlock::rate_limit>);
+static_assert(!std::is_constructible_v<redlock::rate_limiter, const redlock::client&, std::string, redlock::rate_limit>);
 // [n-nodes]
 
 int main(int argc, char** argv)
@@ -110,10 +105,9 @@ int main(int argc, char** argv)
     try {
         const auto nodes = node_list(argc, argv);
         asio::io_context ctx;
-        // [client]
-        redlock::client limits(ctx.get_executor(), {nodes.front()});  // a limiter lives on one node
-        // [client]
-        redlock::client all(ctx.get_executor(), nodes);
+        // [redis]
+        redlock::redis limits(ctx.get_executor(), nodes.front());  // a limiter lives on one Redis deployment
+        // [redis]
         asio::co_spawn(
             ctx,
             [&]() -> asio::awaitable<void> {
@@ -123,11 +117,9 @@ int main(int argc, char** argv)
                 const bool first = co_await upload(limits, 200'000);
                 const bool second = co_await upload(limits, 200'000);  // 144 ms more than the burst: too long to wait
                 if (!first || second) throw std::runtime_error("expected the second upload to be refused");
-                if (all.size() > 1) co_await over_n_nodes(all);
             },
             [&](std::exception_ptr e) {
                 limits.close();
-                all.close();
                 if (e) std::rethrow_exception(e);
             });
         ctx.run();

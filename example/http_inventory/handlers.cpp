@@ -42,7 +42,6 @@ response metrics_reply(service& s)
 {
     std::string text = s.stats.to_prometheus(s.draining);
     text += redlock::to_prometheus(s.locks.stats(), "redlock");
-    text += redlock::to_prometheus(s.limits.stats(), "redlock_limiter");
     return reply(http::status::ok, std::move(text), "text/plain; version=0.0.4; charset=utf-8");
 }
 
@@ -163,13 +162,13 @@ asio::awaitable<response> get_item(service& s, std::string item_id, deadline d)
     co_return reply(http::status::ok, item_json(item_id, st));
 }
 
-// The /items endpoints, behind the per-client limit. The limiter lives on the store node: a limiter over N
-// independent nodes has no sound quorum rule, so redlock refuses one.
+// The /items endpoints, behind the per-client limit. The limiter lives on the store, one Redis: a limiter over N
+// independent nodes has no sound quorum rule, so a rate_limiter takes a redis, not the lock client.
 asio::awaitable<response> item_endpoint(service& s, route r, request req, std::string client_id, deadline d)
 {
     std::optional<redlock::rate_decision> decision;
     if (s.cfg.rate > 0) {
-        redlock::rate_limiter limiter(s.limits, "inventory:ratelimit:" + client_id,
+        redlock::rate_limiter limiter(s.store, "inventory:ratelimit:" + client_id,
                                       {.rate = s.cfg.rate,
                                        .period = s.cfg.rate_period,
                                        .burst = s.cfg.burst,

@@ -69,7 +69,7 @@ reservation failed(write_status why, std::string detail, std::string order_id = 
 }
 
 // The critical section of a reservation: claim and read, then take one.
-asio::awaitable<reservation> reserve_while_held(redlock::connection& store, item_keys keys, std::string order_id,
+asio::awaitable<reservation> reserve_while_held(const redlock::redis& store, item_keys keys, std::string order_id,
                                                 std::uint64_t token, deadline d)
 {
     claimed_read seen = co_await claim_and_read(store, keys, order_id, token, d);
@@ -78,7 +78,7 @@ asio::awaitable<reservation> reserve_while_held(redlock::connection& store, item
     co_return co_await take_one(store, std::move(keys), std::move(order_id), seen.stock, token, d);
 }
 
-asio::awaitable<write_status> set_while_held(redlock::connection& store, item_keys keys, std::int64_t stock,
+asio::awaitable<write_status> set_while_held(const redlock::redis& store, item_keys keys, std::int64_t stock,
                                              std::uint64_t token, deadline d)
 {
     if (d.passed()) co_return write_status::deadline_passed;
@@ -87,7 +87,7 @@ asio::awaitable<write_status> set_while_held(redlock::connection& store, item_ke
     redlock::request req = w.to_request();
     bound_by(req, d);
     redlock::response replies;
-    auto [ec] = co_await store.async_exec(req, replies, use_tuple);
+    auto [ec] = co_await store.async_exec(req, replies, keys.guard, use_tuple);
     throw_if_cancelled(ec);
     if (ec && ec != error::server_error) co_return after_sent(ec);
     auto [outcome, newest] = redlock::fenced_write::outcome(replies.at(0));
@@ -100,7 +100,7 @@ asio::awaitable<write_status> set_while_held(redlock::connection& store, item_ke
 // Fencing only the final write would not do: a holder that read the stock, stalled past its lease and then
 // wrote would pass the check if the next holder had read the same count but not written yet, and both would take
 // the same unit. The claim moves the guard before the read, so the stalled holder's write is refused.
-asio::awaitable<claimed_read> claim_and_read(redlock::connection& store, item_keys keys, std::string order_id,
+asio::awaitable<claimed_read> claim_and_read(const redlock::redis& store, item_keys keys, std::string order_id,
                                              std::uint64_t token, deadline d)
 {
     auto early = [&](reservation r) { return claimed_read{.early = std::move(r)}; };
@@ -113,7 +113,7 @@ asio::awaitable<claimed_read> claim_and_read(redlock::connection& store, item_ke
     read.push("HGET", keys.orders, order_id);
     bound_by(read, d);
     redlock::response replies;
-    auto [read_ec] = co_await store.async_exec(read, replies, use_tuple);
+    auto [read_ec] = co_await store.async_exec(read, replies, keys.guard, use_tuple);  // the item's slot
     throw_if_cancelled(read_ec);
     if (read_ec && read_ec != error::server_error)
         co_return early(failed(write_status::unavailable, "claim: " + read_ec.message(), order_id));
@@ -137,7 +137,7 @@ asio::awaitable<claimed_read> claim_and_read(redlock::connection& store, item_ke
     co_return claimed_read{.early = failed(write_status::done, {}, order_id), .stock = *stock};
 }
 
-asio::awaitable<reservation> take_one(redlock::connection& store, item_keys keys, std::string order_id,
+asio::awaitable<reservation> take_one(const redlock::redis& store, item_keys keys, std::string order_id,
                                       std::int64_t stock, std::uint64_t token, deadline d)
 {
     if (d.passed()) co_return failed(write_status::deadline_passed, "deadline passed before the write", order_id);
@@ -147,7 +147,7 @@ asio::awaitable<reservation> take_one(redlock::connection& store, item_keys keys
     redlock::request write = take.to_request();
     bound_by(write, d);
     redlock::response written;
-    auto [write_ec] = co_await store.async_exec(write, written, use_tuple);
+    auto [write_ec] = co_await store.async_exec(write, written, keys.guard, use_tuple);
     throw_if_cancelled(write_ec);
     if (write_ec && write_ec != error::server_error)
         co_return failed(after_sent(write_ec), "write: " + write_ec.message(), order_id);
@@ -161,8 +161,8 @@ asio::awaitable<reservation> take_one(redlock::connection& store, item_keys keys
         .status = reserve_status::reserved, .order_id = order_id, .fencing_token = token, .stock_left = stock - 1};
 }
 
-inventory::inventory(redlock::client& locks, redlock::connection& store, std::chrono::milliseconds lock_ttl)
-    : locks_(locks), store_(store), lock_ttl_(lock_ttl)
+inventory::inventory(redlock::client& locks, redlock::redis store, std::chrono::milliseconds lock_ttl)
+    : locks_(locks), store_(std::move(store)), lock_ttl_(lock_ttl)
 {}
 
 asio::awaitable<reservation> inventory::reserve(std::string item_id, std::string order_id, deadline d)
@@ -176,7 +176,7 @@ asio::awaitable<reservation> inventory::reserve(std::string item_id, std::string
     peek.push("HGET", keys.orders, order_id);
     bound_by(peek, d);
     redlock::response seen;
-    auto [peek_ec] = co_await store_.async_exec(peek, seen, use_tuple);
+    auto [peek_ec] = co_await store_.async_exec(peek, seen, keys.guard, use_tuple);
     throw_if_cancelled(peek_ec);
     if (peek_ec) co_return failed(write_status::unavailable, "store: " + peek_ec.message(), order_id);
     if (!seen[1].is_null())
@@ -191,7 +191,7 @@ asio::awaitable<reservation> inventory::reserve(std::string item_id, std::string
     // to the next without polling. The watchdog (with_lock turns it on) keeps a slow store from outliving the
     // lease; fencing covers a holder that stalls anyway.
     redlock::mutex item_lock(locks_, keys.lock, {.ttl = lock_ttl_, .wait = d.remaining(), .fencing = true});
-    redlock::connection& store = store_;
+    const redlock::redis& store = store_;
     auto body = [&store, keys, order_id, d](const redlock::lease& held) {
         return reserve_while_held(store, keys, order_id, held.fencing_token(), d);
     };
@@ -209,7 +209,7 @@ asio::awaitable<write_status> inventory::set_stock(std::string item_id, std::int
 {
     const auto keys = item_keys::of(item_id);
     redlock::mutex item_lock(locks_, keys.lock, {.ttl = lock_ttl_, .wait = d.remaining(), .fencing = true});
-    redlock::connection& store = store_;
+    const redlock::redis& store = store_;
     auto body = [&store, keys, stock, d](const redlock::lease& held) {
         return set_while_held(store, keys, stock, held.fencing_token(), d);
     };
@@ -231,7 +231,7 @@ asio::awaitable<item_state> inventory::get(std::string item_id, deadline d)
     req.push("HLEN", keys.orders);
     bound_by(req, d);
     redlock::response replies;
-    co_await store_.async_exec(req, replies, asio::use_awaitable);
+    co_await store_.async_exec(req, replies, keys.guard, asio::use_awaitable);
     if (replies[0].is_null()) co_return item_state{};
     co_return item_state{
         .exists = true, .stock = replies[0].as_integer().value_or(0), .reserved = replies[1].as_integer().value_or(0)};

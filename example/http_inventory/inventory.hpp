@@ -5,7 +5,7 @@
 #include "deadline.hpp"
 
 #include <redlock/client.hpp>
-#include <redlock/connection.hpp>
+#include <redlock/redis.hpp>
 
 #include <boost/asio/awaitable.hpp>
 
@@ -72,15 +72,15 @@ struct claimed_read {
 /// then on a holder with an older token can no longer write. take_one: the fenced write of stock - 1 and the
 /// order. A cancellation (the drain's deadline) throws boost::system::system_error(operation_aborted) rather than
 /// answer a status: the write may have been sent.
-boost::asio::awaitable<claimed_read> claim_and_read(redlock::connection& store, item_keys keys, std::string order_id,
+boost::asio::awaitable<claimed_read> claim_and_read(const redlock::redis& store, item_keys keys, std::string order_id,
                                                     std::uint64_t token, deadline d);
-boost::asio::awaitable<reservation> take_one(redlock::connection& store, item_keys keys, std::string order_id,
+boost::asio::awaitable<reservation> take_one(const redlock::redis& store, item_keys keys, std::string order_id,
                                              std::int64_t stock, std::uint64_t token, deadline d);
 
 class inventory {
 public:
     /// `locks`: the N lock nodes; `store`: the Redis of the data. Both must outlive the inventory.
-    inventory(redlock::client& locks, redlock::connection& store, std::chrono::milliseconds lock_ttl);
+    inventory(redlock::client& locks, redlock::redis store, std::chrono::milliseconds lock_ttl);
 
     /// Takes one unit of `item` for `order_id`, unless that order already took one. Cancelled (the drain's
     /// deadline), it throws boost::system::system_error(operation_aborted), its lock released.
@@ -94,7 +94,7 @@ public:
 
 private:
     redlock::client& locks_;
-    redlock::connection& store_;
+    redlock::redis store_;
     std::chrono::milliseconds lock_ttl_;
 };
 

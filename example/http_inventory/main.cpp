@@ -23,7 +23,7 @@
 #include "service.hpp"
 
 #include <redlock/client.hpp>
-#include <redlock/connection.hpp>
+#include <redlock/redis.hpp>
 #include <redlock/node_config.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -50,16 +50,13 @@ namespace {
 
 // Connects what can be connected; a node that is down now is retried in the background by the library, and
 // /readyz reports it, so a service can start before its dependencies.
-asio::awaitable<void> connect_all(redlock::client& locks, redlock::client& limits, redlock::connection& store)
+asio::awaitable<void> connect_all(redlock::client& locks, redlock::redis& store)
 {
     constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
     auto [locks_ec] = co_await locks.async_connect(use_tuple);
     if (locks_ec) log(log_level::warning, "lock nodes: " + locks_ec.message() + " (retrying in the background)");
-    auto [limits_ec] = co_await limits.async_connect(use_tuple);
     auto [store_ec] = co_await store.async_connect(use_tuple);
-    if (limits_ec || store_ec)
-        log(log_level::warning,
-            "store: " + (store_ec ? store_ec : limits_ec).message() + " (retrying in the background)");
+    if (store_ec) log(log_level::warning, "store: " + store_ec.message() + " (retrying in the background)");
 }
 
 int run(const config& cfg)
@@ -67,8 +64,7 @@ int run(const config& cfg)
     asio::io_context ioc(1);  // one thread: every session, handler and counter lives on it
     redlock::client locks(ioc.get_executor(), cfg.lock_nodes);
     const auto store_node = redlock::parse_url(cfg.store);
-    redlock::client limits(ioc.get_executor(), {store_node});
-    redlock::connection store(ioc.get_executor(), store_node);
+    redlock::redis store(ioc.get_executor(), store_node);  // stock, orders and the rate limits: one Redis
     locks.set_log_handler(
         [](log_level level, std::string_view message) { log(level, "redlock: " + std::string(message)); });
 
@@ -76,7 +72,7 @@ int run(const config& cfg)
     metrics stats;
     readiness probe(ioc.get_executor(), cfg.lock_nodes, store_node);
     probe.connect();
-    service svc{cfg, locks, limits, store, items, stats, probe};
+    service svc{cfg, locks, store, items, stats, probe};
     server srv(ioc, svc);
     const auto bound = srv.listen(cfg.listen_host, cfg.listen_port);
 
@@ -84,7 +80,7 @@ int run(const config& cfg)
                              "), store: " + store_node.to_string());
     // Accept once the first connection attempts are over (at most a connect timeout): requests that came in
     // before would fail with not_connected. Bound already, so clients queue in the backlog meanwhile.
-    asio::co_spawn(ioc, connect_all(locks, limits, store), [&](std::exception_ptr e) {
+    asio::co_spawn(ioc, connect_all(locks, store), [&](std::exception_ptr e) {
         if (e) log(log_level::error, "connecting failed unexpectedly");
         if (svc.draining) return;
         srv.start();
@@ -101,7 +97,6 @@ int run(const config& cfg)
         signals.cancel();
         // Every session has ended, so every lease was released by its with_lock: close the nodes.
         locks.close();
-        limits.close();
         store.close();
         probe.close();
         log(log_level::info, "drained; exiting");

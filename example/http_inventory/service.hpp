@@ -8,7 +8,7 @@
 #include "replies.hpp"
 
 #include <redlock/client.hpp>
-#include <redlock/connection.hpp>
+#include <redlock/redis.hpp>
 
 #include <boost/asio/awaitable.hpp>
 
@@ -19,9 +19,8 @@ namespace http_inventory {
 /// Made once in main; outlives every session.
 struct service {
     const config& cfg;
-    redlock::client& locks;      ///< the N lock nodes
-    redlock::client& limits;     ///< the store node alone: a rate limiter needs a client of exactly one node
-    redlock::connection& store;  ///< the store node, for the stock and orders
+    redlock::client& locks;  ///< the N lock nodes
+    redlock::redis& store;   ///< the store: the stock, the orders and the rate limits (a limiter lives on one Redis)
     inventory& items;
     metrics& stats;
     readiness& probe;

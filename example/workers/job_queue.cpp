@@ -11,7 +11,7 @@ namespace {
 const std::string processing_prefix = "jobs:processing:";
 
 // Every processing list on the store (SCAN: never one long blocking KEYS on a shared server).
-asio::awaitable<std::vector<std::string>> processing_lists(redlock::connection& store)
+asio::awaitable<std::vector<std::string>> processing_lists(const redlock::redis& store)
 {
     std::vector<std::string> lists;
     std::string cursor = "0";
@@ -37,7 +37,7 @@ std::string liveness_lock(const std::string& process)
     return "workers:alive:" + process;
 }
 
-asio::awaitable<void> seed(redlock::connection& store, int count, int accounts)
+asio::awaitable<void> seed(const redlock::redis& store, int count, int accounts)
 {
     redlock::request push;
     for (int n = 1; n <= count; ++n)
@@ -77,7 +77,7 @@ asio::awaitable<void> job_queue::give_back(const std::string& job)
     co_await store_.async_exec(back, reply, asio::use_awaitable);
 }
 
-asio::awaitable<int> recover_dead(redlock::client& locks, redlock::connection& store, const std::string& self)
+asio::awaitable<int> recover_dead(redlock::client& locks, const redlock::redis& store, const std::string& self)
 {
     int moved = 0;
     for (const auto& list : co_await processing_lists(store)) {
@@ -101,7 +101,7 @@ asio::awaitable<int> recover_dead(redlock::client& locks, redlock::connection& s
     co_return moved;
 }
 
-asio::awaitable<bool> drained(redlock::connection& store)
+asio::awaitable<bool> drained(const redlock::redis& store)
 {
     redlock::request len;
     len.push("LLEN", pending_list);

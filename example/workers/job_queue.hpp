@@ -22,7 +22,7 @@ std::string processing_list(const std::string& process);
 std::string liveness_lock(const std::string& process);
 
 /// Pushes `count` jobs "job-<n>:account-<n % accounts>".
-boost::asio::awaitable<void> seed(redlock::connection& store, int count, int accounts);
+boost::asio::awaitable<void> seed(const redlock::redis& store, int count, int accounts);
 
 class job_queue {
 public:
@@ -43,9 +43,9 @@ private:
 
 /// Moves back to pending the jobs of every process whose liveness lock is free (it died), taking that lock while
 /// it does so. Returns how many jobs it moved.
-boost::asio::awaitable<int> recover_dead(redlock::client& locks, redlock::connection& store, const std::string& self);
+boost::asio::awaitable<int> recover_dead(redlock::client& locks, const redlock::redis& store, const std::string& self);
 
 /// Nothing pending and nothing in any processing list: every job is done.
-boost::asio::awaitable<bool> drained(redlock::connection& store);
+boost::asio::awaitable<bool> drained(const redlock::redis& store);
 
 }  // namespace workers

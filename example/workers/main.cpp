@@ -126,8 +126,7 @@ int main(int argc, char** argv)
 
     asio::io_context ctx;
     redlock::client locks(ctx.get_executor(), lock_nodes);
-    redlock::client limits(ctx.get_executor(), {config.store});
-    redlock::connection data(ctx.get_executor(), config.store);
+    redlock::redis data(ctx.get_executor(), config.store);
     run_state run;
     int status = 0;
     auto program = [&]() -> asio::awaitable<void> {
@@ -135,7 +134,7 @@ int main(int argc, char** argv)
         if (flags.count("--seed")) {
             co_await workers::seed(data, std::stoi(flags["--seed"]), std::stoi(flag("--accounts", "5")));
         } else {
-            co_await run_workers({locks, limits, data}, config, run);
+            co_await run_workers({locks, data}, config, run);
             std::cout << config.process << ": finished: " << run.tally.done << " jobs done here, " << run.tally.repeated
                       << " repeated (effect already written), " << run.tally.recovered
                       << " recovered from dead workers, " << run.tally.api_calls << " API calls" << std::endl;
@@ -151,7 +150,6 @@ int main(int argc, char** argv)
             }
         }
         locks.close();
-        limits.close();
         data.close();
     });
     ctx.run();

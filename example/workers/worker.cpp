@@ -96,7 +96,7 @@ asio::awaitable<void> run_job(services s, const settings& config, tally& t, std:
     const auto account = job.substr(job.find(':') + 1);
     redlock::semaphore slots(s.locks, "workers:jobs", config.limit,
                              {.ttl = 10s, .wait = redlock::lock_options::wait_forever});
-    redlock::rate_limiter api(s.limits, "workers:external-api",
+    redlock::rate_limiter api(s.data, "workers:external-api",
                               {.rate = config.rate, .period = 1s, .wait = redlock::rate_limit::wait_forever});
     auto body = [&](const redlock::permit& permit) -> asio::awaitable<void> {
         ++t.running;

@@ -30,12 +30,11 @@ struct tally {
     int recovered = 0;  ///< jobs of dead processes moved back to the queue by this one
 };
 
-/// The shared parts of the process: the lock nodes (semaphore, account locks, liveness), the store's client (the
-/// rate limiter lives on one node) and a connection for the jobs' reads and writes.
+/// The shared parts of the process: the lock nodes (semaphore, account locks, liveness) and the store, one Redis (the
+/// rate limiter, the jobs' reads and writes).
 struct services {
     redlock::client& locks;
-    redlock::client& limits;
-    redlock::connection& data;
+    redlock::redis& data;
 };
 
 /// Runs jobs until nothing is pending or processing anywhere.

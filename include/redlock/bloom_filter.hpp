@@ -4,7 +4,7 @@
 
 #include <redlock/diagnostics.hpp>
 #include <redlock/error.hpp>
-#include <redlock/node.hpp>
+#include <redlock/redis.hpp>
 #include <redlock/request.hpp>
 #include <redlock/response.hpp>
 
@@ -37,8 +37,8 @@ void report_missing_filter(diagnostics& diag, const std::string& name);
 
 template <class Result>
 struct bloom_op {
-    std::shared_ptr<node> store;
-    std::unique_ptr<bloom_exchange> io;  // stays put while the op moves: the node keeps references to it
+    redis store;
+    std::unique_ptr<bloom_exchange> io;  // stays put while the op moves: the store keeps references to it
     std::size_t items;
     diagnostics* diag = nullptr;  // told when the filter is missing
     bool started = false;
@@ -50,9 +50,9 @@ struct bloom_op {
             started = true;
             if (!io) return boost::asio::post(std::move(self));
             // Named first: the handler is built from `self` (moving `store` and `io`) before the call runs.
-            node& n = *store;
+            const redis s = store;
             bloom_exchange& x = *io;
-            return n.async_exec(x.req, x.resp, x.routing_key, std::move(self));
+            return s.async_exec(x.req, x.resp, x.routing_key, std::move(self));
         }
         Result result{};
         if (!io) return self.complete(make_error_code(error::invalid_argument), std::move(result));
@@ -80,13 +80,13 @@ struct bloom_op {
 /// two layouts (changing the size breaks the members already in). Neither key expires.
 /// Hashing: MurmurHash3 x64 128 of the item's bytes gives h1, h2; bit i (0 <= i < k) is
 /// (h1 mod m + i * s) mod m with s = h2 mod m (1 if that is 0): another language can share the filter.
-/// A cheap handle: copies share the store. Thread safety: as the store node (any thread).
+/// A cheap handle: copies share the store (a `redis`, one deployment). Thread safety: every member may be called
+/// from any thread.
 class bloom_filter {
 public:
-    /// No I/O. Invalid arguments (an empty name, no store, expected_items 0, a rate outside (0, 1), or more than
-    /// 2^32 bits) make every operation fail with error::invalid_argument (posted, before any I/O).
-    bloom_filter(std::shared_ptr<node> store, std::string name, std::uint64_t expected_items,
-                 double false_positive_rate);
+    /// No I/O. Invalid arguments (an empty name, expected_items 0, a rate outside (0, 1), or more than 2^32 bits)
+    /// make every operation fail with error::invalid_argument (posted, before any I/O).
+    bloom_filter(redis store, std::string name, std::uint64_t expected_items, double false_positive_rate);
 
     const std::string& name() const noexcept { return name_; }
     /// m and k, or 0 when the arguments were invalid.
@@ -99,11 +99,10 @@ public:
 
     /// Adds `items` (one script call: SETBIT of each item's k bits). Completes with how many of them were new
     /// (at least one of their bits was unset; an item whose bits were all set by others counts as not new).
-    /// Signature: void(error_code, std::uint64_t). Errors: the store's (node::async_exec), error::server_error
+    /// Signature: void(error_code, std::uint64_t). Errors: the store's (redis::async_exec), error::server_error
     /// for a filter of another shape on this name, invalid_argument (no items, or an invalid filter). Cancellation:
-    /// terminal, passed to the store's request (node::async_exec); else bounded by its request timeout. Lifetime: the
-    /// arguments are copied. Completes on the handler's associated executor (Asio's system executor for a handler
-    /// without one), never inline.
+    /// as redis::async_exec (the store's request). Lifetime: the arguments are copied. Completes on the handler's
+    /// associated executor (the store's executor for a handler without one), never inline.
     template <boost::asio::completion_token_for<void(error_code, std::uint64_t)> Token = boost::asio::deferred_t>
     auto async_add(std::vector<std::string> items, Token&& token = {}) const
     {
@@ -132,13 +131,12 @@ private:
     auto start(const std::vector<std::string>& items, bool add, diagnostics* diag, Token&& token) const
     {
         return boost::asio::async_compose<Token, void(error_code, Result)>(
-            detail::bloom_op<Result>{store_,
-                                     store_ ? detail::bloom_request(name_, bits_, hashes_, items, add) : nullptr,
-                                     items.size(), diag},
-            token);
+            detail::bloom_op<Result>{store_, detail::bloom_request(name_, bits_, hashes_, items, add), items.size(),
+                                     diag},
+            token, store_.get_executor());
     }
 
-    std::shared_ptr<node> store_;
+    redis store_;
     std::string name_;
     std::uint64_t expected_items_;
     double false_positive_rate_;

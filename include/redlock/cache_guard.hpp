@@ -8,7 +8,7 @@
 #include <redlock/diagnostics.hpp>
 #include <redlock/error.hpp>
 #include <redlock/lock_options.hpp>
-#include <redlock/node.hpp>
+#include <redlock/redis.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/async_result.hpp>
@@ -78,17 +78,18 @@ template <class Codec>
 struct decode_op;
 }  // namespace detail
 
-/// The value store is one Redis (`store`: any node, e.g. make_connection_node; it may be one of the lock nodes);
-/// the rebuild locks run on the client's N nodes. A cheap handle: copies share one single-flight table, and
-/// the guard, its copies and every operation share ownership of the client's state and the store, so none
-/// of them needs to outlive the others (keep the io_context running for loads still under way).
-/// Thread safety: every member may be called from any thread; the guard's work runs on its own strand.
+/// The values live in one Redis deployment (`store`, a `redis`; it may be the server of one of the lock nodes); the
+/// rebuild locks run on the client's N nodes (Redlock). A cheap handle: copies share one single-flight table,
+/// and the guard, its copies and every operation share ownership of the client's state and the store, so none of
+/// them needs to outlive the others (keep the io_context running for loads still under way).
+/// Thread safety: every member may be called from any thread; the guard's work runs on its own strand (a strand of
+/// the store's executor).
 class cache_guard {
 public:
     /// No I/O. `known_keys` (optional): a Bloom filter of every key that exists; a miss on a key it does not
     /// contain completes with nullopt without taking a lock or running the loader (fill it as you create items).
-    cache_guard(const client& locks, std::shared_ptr<node> store, cache_options defaults = {});
-    cache_guard(const client& locks, std::shared_ptr<node> store, bloom_filter known_keys, cache_options defaults = {});
+    cache_guard(const client& locks, redis store, cache_options defaults = {});
+    cache_guard(const client& locks, redis store, bloom_filter known_keys, cache_options defaults = {});
 
     const cache_options& options() const noexcept { return options_; }
 

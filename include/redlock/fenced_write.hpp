@@ -2,8 +2,8 @@
 // below the highest token the resource has accepted.
 #pragma once
 
-#include <redlock/connection.hpp>
 #include <redlock/error.hpp>
+#include <redlock/redis.hpp>
 #include <redlock/request.hpp>
 #include <redlock/response.hpp>
 
@@ -42,7 +42,8 @@ public:
 
     /// What is wrong with this write (token 0, no command, an empty key), or an empty string.
     std::string invalid() const;
-    /// The script call, to pipeline with other commands on a connection; interpret its reply with outcome().
+    /// The script call, to pipeline with other commands in one request (redis::async_exec, routed by guard());
+    /// interpret its reply with outcome().
     request to_request() const;
     /// From the script's reply: success and the token (written), error::stale_token and the guard's newer
     /// token (refused), error::server_error for an error reply (a command failed: the reply holds its text),
@@ -58,12 +59,13 @@ private:
 namespace detail {
 struct fenced_write_op {
     struct exchange {
-        explicit exchange(request r) : req(std::move(r)) {}
+        exchange(request r, std::string key) : req(std::move(r)), routing_key(std::move(key)) {}
         request req;
+        std::string routing_key;  // the guard: every key of the write shares its hash slot
         response resp;
     };
-    connection& conn;
-    std::unique_ptr<exchange> io;  // stays put while the op moves: async_exec keeps references to both
+    redis store;
+    std::unique_ptr<exchange> io;  // stays put while the op moves: the store keeps references to it
     bool valid;
     bool started = false;
 
@@ -72,8 +74,11 @@ struct fenced_write_op {
     {
         if (!started) {
             started = true;
-            if (!valid) return boost::asio::post(conn.get_executor(), std::move(self));
-            return conn.async_exec(io->req, io->resp, std::move(self));
+            if (!valid) return boost::asio::post(std::move(self));
+            // Named first: the handler is built from `self` (moving `store` and `io`) before the call runs.
+            const redis s = store;
+            exchange& x = *io;
+            return s.async_exec(x.req, x.resp, x.routing_key, std::move(self));
         }
         if (!valid) return self.complete(make_error_code(error::invalid_argument), std::uint64_t{0});
         if (ec && ec != error::server_error) return self.complete(ec, std::uint64_t{0});
@@ -84,18 +89,21 @@ struct fenced_write_op {
 };
 }  // namespace detail
 
-/// Sends `write` on `conn` (usually the Redis that keeps the resource, not a lock node).
-/// Completes with: success and the token, the write applied; error::stale_token and the newer token the
+/// Sends `write` to `store` (the Redis deployment that keeps the resource, usually not a lock node), routed by the
+/// guard key. Completes with: success and the token, the write applied; error::stale_token and the newer token the
 /// resource already accepted (nothing written: this holder's lease has been superseded, stop writing);
-/// error::invalid_argument before any I/O; or the connection's errors (async_exec), with 0.
-/// Signature: void(error_code, std::uint64_t). Cancellation: as connection::async_exec.
+/// error::invalid_argument before any I/O; or the store's errors (redis::async_exec), with 0.
+/// Signature: void(error_code, std::uint64_t), on the handler's associated executor (the store's executor for a
+/// handler without one), never inline. Cancellation: as redis::async_exec. Lifetime: none (the write is copied,
+/// the store shared).
 template <boost::asio::completion_token_for<void(error_code, std::uint64_t)> Token = boost::asio::deferred_t>
-auto async_fenced_write(connection& conn, const fenced_write& write, Token&& token = {})
+auto async_fenced_write(const redis& store, const fenced_write& write, Token&& token = {})
 {
     return boost::asio::async_compose<Token, void(error_code, std::uint64_t)>(
-        detail::fenced_write_op{conn, std::make_unique<detail::fenced_write_op::exchange>(write.to_request()),
+        detail::fenced_write_op{store,
+                                std::make_unique<detail::fenced_write_op::exchange>(write.to_request(), write.guard()),
                                 write.invalid().empty()},
-        token, conn);
+        token, store.get_executor());
 }
 
 }  // namespace redlock

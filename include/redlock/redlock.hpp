@@ -20,6 +20,7 @@
 #include <redlock/rate_decision.hpp>
 #include <redlock/rate_limit.hpp>
 #include <redlock/rate_limiter.hpp>
+#include <redlock/redis.hpp>
 #include <redlock/request.hpp>
 #include <redlock/response.hpp>
 #include <redlock/script.hpp>

@@ -59,6 +59,47 @@ node_set::node_set(const asio::any_io_executor& ex, std::vector<node_config> con
 
 node_set::~node_set() = default;
 
+namespace {
+
+// Starts `call` on node `n`, the i-th of `state`: its answer is recorded in the state on `strand`, once (`errors`, if
+// any, counts its failures); a node that throws is a failed node.
+void start_node(node& n, const std::shared_ptr<fan_out_state>& state, std::size_t i, const node_set::node_call& call,
+                classify_fn classify, const strand_type& strand,
+                const std::shared_ptr<std::vector<std::atomic<std::uint64_t>>>& errors)
+{
+    auto done = asio::bind_executor(strand, [state, i, classify, errors](error_code ec) {
+        if (state->results[i]) return;  // a node that completes twice is ignored
+        if (ec && errors) (*errors)[i].fetch_add(1, std::memory_order_relaxed);
+        state->results[i] = ec;
+        state->votes[i] = classify(ec, state->replies[i]);
+        state->tally.add(state->votes[i]);
+        state->wake.cancel();
+    });
+    try {
+        call(n, *state, i, done);
+    } catch (const std::exception& e) {
+        // A node that throws is a failed node, not a failed operation: the others still count, and an
+        // attempt still cleans up after itself.
+        access::set_client_message(state->diags[i], std::string("the node threw: ") + e.what());
+        asio::post(strand, [done, ec = make_error_code(error::protocol_error)]() mutable { done(ec); });
+    }
+}
+
+void exec_request(node& n, fan_out_state& s, std::size_t i, node::completion done)
+{
+    n.async_exec(*s.req, s.replies[i], s.routing_key, std::move(done));
+}
+
+// The request's own deadline, plus a margin, bounds the wait even for a node that ignores it.
+std::chrono::steady_clock::time_point backstop(const request& req, std::chrono::steady_clock::time_point deadline)
+{
+    if (req.timeout().count() > 0)
+        deadline = std::min(deadline, std::chrono::steady_clock::now() + req.timeout() + node_set::backstop_margin);
+    return deadline;
+}
+
+}  // namespace
+
 std::shared_ptr<fan_out_state> node_set::start(std::shared_ptr<const request> req, std::string routing_key,
                                                node_call call, classify_fn classify, std::size_t quorum,
                                                const std::vector<std::size_t>* only)
@@ -67,32 +108,10 @@ std::shared_ptr<fan_out_state> node_set::start(std::shared_ptr<const request> re
     state->routing_key = std::move(routing_key);
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
         if (only && std::find(only->begin(), only->end(), i) == only->end()) continue;
-        auto done = asio::bind_executor(strand_, [state, i, classify, errors = errors_](error_code ec) {
-            if (state->results[i]) return;  // a node that completes twice is ignored
-            if (ec) (*errors)[i].fetch_add(1, std::memory_order_relaxed);
-            state->results[i] = ec;
-            state->votes[i] = classify(ec, state->replies[i]);
-            state->tally.add(state->votes[i]);
-            state->wake.cancel();
-        });
-        try {
-            call(*nodes_[i], *state, i, done);
-        } catch (const std::exception& e) {
-            // A node that throws is a failed node, not a failed operation: the others still count, and an
-            // attempt still cleans up after itself.
-            access::set_client_message(state->diags[i], std::string("the node threw: ") + e.what());
-            asio::post(strand_, [done, ec = make_error_code(error::protocol_error)]() mutable { done(ec); });
-        }
+        start_node(*nodes_[i], state, i, call, classify, strand_, errors_);
     }
     return state;
 }
-
-namespace {
-void exec_request(node& n, fan_out_state& s, std::size_t i, node::completion done)
-{
-    n.async_exec(*s.req, s.replies[i], s.routing_key, std::move(done));
-}
-}  // namespace
 
 asio::awaitable<std::shared_ptr<fan_out_state>> node_set::fan_out(node_call call, classify_fn classify,
                                                                   std::size_t quorum, until wait_for,
@@ -106,10 +125,19 @@ asio::awaitable<std::shared_ptr<fan_out_state>> node_set::fan_out(std::shared_pt
                                                                   std::size_t quorum, until wait_for,
                                                                   std::chrono::steady_clock::time_point deadline)
 {
-    // The request's own deadline, plus a margin, bounds the wait even for a node that ignores it.
-    if (req->timeout().count() > 0)
-        deadline = std::min(deadline, std::chrono::steady_clock::now() + req->timeout() + backstop_margin);
+    deadline = backstop(*req, deadline);
     return outcome(start(std::move(req), std::move(routing_key), exec_request, classify, quorum), wait_for, deadline);
+}
+
+asio::awaitable<std::shared_ptr<fan_out_state>> fan_out_to_one(node& n, const strand_type& strand,
+                                                                std::shared_ptr<const request> req,
+                                                                std::string routing_key, classify_fn classify)
+{
+    const auto deadline = backstop(*req, std::chrono::steady_clock::time_point::max());
+    auto state = std::make_shared<fan_out_state>(strand, std::move(req), 1, 1);
+    state->routing_key = std::move(routing_key);
+    start_node(n, state, 0, exec_request, classify, strand, nullptr);
+    return node_set::outcome(std::move(state), until::decided, deadline);
 }
 
 asio::awaitable<std::shared_ptr<fan_out_state>> node_set::outcome(std::shared_ptr<fan_out_state> state, until wait_for,

@@ -147,4 +147,12 @@ private:
     bool cross_slot_requests_ = true;
 };
 
+/// The fan-out of one node, for an operation on one Redis deployment (redlock::redis: a rate limiter's call): `req`
+/// to `n` alone, as fan_out sends it to each of N, and the same state (quorum 1). Returns once `n` answered, when
+/// the calling coroutine is cancelled (state->cancelled), or at req.timeout() plus node_set::backstop_margin
+/// (state->expired) for a node that ignores its deadline; the node may answer into the state after that.
+boost::asio::awaitable<std::shared_ptr<fan_out_state>> fan_out_to_one(node& n, const strand_type& strand,
+                                                                      std::shared_ptr<const request> req,
+                                                                      std::string routing_key, classify_fn classify);
+
 }  // namespace redlock::detail

@@ -111,7 +111,7 @@ const std::string guard_key = "res:fence";
 const std::string data_key = "res:data";
 const std::string log_key = "res:log";
 
-asio::awaitable<std::tuple<error_code, std::uint64_t>> fenced_set(redlock::connection& resource, std::uint64_t token,
+asio::awaitable<std::tuple<error_code, std::uint64_t>> fenced_set(const redlock::redis& resource, std::uint64_t token,
                                                                   const std::string& value)
 {
     redlock::fenced_write w(guard_key, token);
@@ -350,7 +350,7 @@ BOOST_AUTO_TEST_CASE(fenced_writes_never_accept_a_stale_holder_under_clock_skew)
     const auto base = configs(nodes);
     redlock::client a(ctx.get_executor(), base);
     redlock::client b(ctx.get_executor(), reversed(base));
-    redlock::connection res(ctx.get_executor(), redlock::parse_url(resource.url()));
+    redlock::redis res(ctx.get_executor(), redlock::parse_url(resource.url()));
     const std::string key = "kleppmann";
     // A: no watchdog, so A's only idea of its lease is its local validity (~2 s).
     const redlock::lock_options options{.ttl = 2000ms, .wait = 5000ms, .node_timeout = 500ms, .fencing = true};
@@ -462,7 +462,7 @@ BOOST_AUTO_TEST_CASE(a_paused_holder_process_is_fenced_out)
     const auto dir = redlock::test::make_temp_dir("redlock-fencing-");
     asio::io_context ctx;
     redlock::client a(ctx.get_executor(), configs(nodes));
-    redlock::connection res(ctx.get_executor(), redlock::parse_url(resource.url()));
+    redlock::redis res(ctx.get_executor(), redlock::parse_url(resource.url()));
     const std::string key = "stalled";
 
     // B's write: the same check as fenced_write's script (tokens compared as decimal strings), then

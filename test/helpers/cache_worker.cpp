@@ -89,7 +89,7 @@ struct worker {
     worker(asio::any_io_executor ex, std::vector<redlock::node_config> lock_nodes, const redlock::node_config& store,
            const redlock::node_config& count, settings s)
         : locks(ex, std::move(lock_nodes)),
-          guard(locks, redlock::make_connection_node(ex, store),
+          guard(locks, redlock::redis(ex, store),
                 redlock::cache_options{.ttl = ms(60'000),
                                        .ttl_jitter = 0.1,
                                        .load_timeout = ms(20'000),

@@ -61,12 +61,12 @@ struct run {
     std::string error;
 };
 
-asio::awaitable<void> take_until_end(redlock::client& client, run& r)
+asio::awaitable<void> take_until_end(redlock::redis& store, run& r)
 {
     redlock::diagnostics diag;
-    auto [connect_ec] = co_await client.async_connect(diag, asio::as_tuple(asio::use_awaitable));
+    auto [connect_ec] = co_await store.async_connect(diag, asio::as_tuple(asio::use_awaitable));
     if (connect_ec) throw std::runtime_error("connect: " + connect_ec.message() + ": " + std::string(diag.message()));
-    redlock::rate_limiter limiter(client, r.key, r.limit);
+    redlock::rate_limiter limiter(store, r.key, r.limit);
     for (;;) {
         auto [ec, d] = co_await limiter.async_acquire(1, diag, asio::as_tuple(asio::use_awaitable));
         if (ec == redlock::error::invalid_argument)
@@ -125,8 +125,8 @@ int main(int argc, char** argv)
     const auto steady_start = std::chrono::steady_clock::now();
     const auto real_start = real_ns(CLOCK_MONOTONIC);
     asio::io_context ctx(1);
-    redlock::client client(ctx.get_executor(), {node});
-    asio::co_spawn(ctx, take_until_end(client, r), [&](std::exception_ptr e) {
+    redlock::redis store(ctx.get_executor(), node);
+    asio::co_spawn(ctx, take_until_end(store, r), [&](std::exception_ptr e) {
         if (e) {
             try {
                 std::rethrow_exception(e);
@@ -134,7 +134,7 @@ int main(int argc, char** argv)
                 r.error = x.what();
             }
         }
-        client.close();
+        store.close();
     });
     ctx.run();
     const auto steady_ms =

@@ -234,10 +234,13 @@ BOOST_AUTO_TEST_CASE(the_documented_acl_user_runs_every_primitive)
             require_ok(release_ec, diag, "permit release");
         }
 
-        // The rate limiter, each strategy, on a client of one node.
+        // One Redis deployment (the first node) for the rate limiter, the cache's values and its Bloom filter.
+        redlock::redis store(ctx.get_executor(), as_app(nodes, 1)[0]);
+
+        // The rate limiter, each strategy.
         for (auto strategy : {redlock::rate_strategy::gcra, redlock::rate_strategy::fixed_window,
                               redlock::rate_strategy::sliding_window}) {
-            redlock::rate_limiter limiter(one, "app:api:" + std::to_string(static_cast<int>(strategy)),
+            redlock::rate_limiter limiter(store, "app:api:" + std::to_string(static_cast<int>(strategy)),
                                           {.strategy = strategy, .rate = 5, .period = 1s});
             for (int call = 0; call < 2; ++call) {  // the second call reads the state the first one left
                 auto [ec, decision] = co_await limiter.async_acquire(1, diag, use_tuple);
@@ -248,8 +251,6 @@ BOOST_AUTO_TEST_CASE(the_documented_acl_user_runs_every_primitive)
 
         // The cache guard (its rebuild lock on the three nodes, values on the first) and a Bloom filter.
         {
-            auto store =
-                std::shared_ptr<redlock::node>(redlock::make_connection_node(ctx.get_executor(), as_app(nodes, 1)[0]));
             redlock::bloom_filter known(store, "app:users:known", 1000, 0.01);
             const std::vector<std::string> created{"app:user:ada"};
             auto [add_ec, added] = co_await known.async_add(created, use_tuple);
@@ -263,7 +264,7 @@ BOOST_AUTO_TEST_CASE(the_documented_acl_user_runs_every_primitive)
             auto [hit_ec, hit] = co_await cache.async_get_or_load(key, load, cache.options(), diag, use_tuple);
             require_ok(hit_ec, diag, "cache hit");
             BOOST_TEST(hit.value_or("") == "Ada");
-            store->close();
+            store.close();
         }
 
         // After SCRIPT FLUSH (a restart does the same) the scripts are sent again with EVAL.

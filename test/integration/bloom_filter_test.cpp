@@ -31,8 +31,7 @@ BOOST_AUTO_TEST_CASE(false_positive_rate_at_capacity_is_within_1_1_times_the_con
 {
     redlock::test::redis_node node;
     asio::io_context ctx;
-    std::shared_ptr<redlock::node> store =
-        redlock::make_connection_node(ctx.get_executor(), redlock::test::fast_reconnecting(node.url()));
+    redlock::redis store(ctx.get_executor(), redlock::test::fast_reconnecting(node.url()));
     constexpr std::size_t capacity = 100'000, probes = 200'000, batch = 2000;
     redlock::bloom_filter filter(store, "users:bloom", capacity, 0.01);
     BOOST_TEST(filter.hashes() == 7u);
@@ -74,8 +73,7 @@ BOOST_AUTO_TEST_CASE(a_filter_of_another_shape_is_refused_on_the_same_name)
 {
     redlock::test::redis_node node;
     asio::io_context ctx;
-    std::shared_ptr<redlock::node> store =
-        redlock::make_connection_node(ctx.get_executor(), redlock::test::fast_reconnecting(node.url()));
+    redlock::redis store(ctx.get_executor(), redlock::test::fast_reconnecting(node.url()));
     redlock::bloom_filter small(store, "shape", 1000, 0.01);
     redlock::bloom_filter large(store, "shape", 100'000, 0.01);  // Redisson #2015: members would be lost
     run_coro(ctx, [&]() -> asio::awaitable<void> {
@@ -97,8 +95,7 @@ BOOST_AUTO_TEST_CASE(a_filter_that_does_not_exist_rules_nothing_out_and_bad_argu
 {
     redlock::test::redis_node node;
     asio::io_context ctx;
-    std::shared_ptr<redlock::node> store =
-        redlock::make_connection_node(ctx.get_executor(), redlock::test::fast_reconnecting(node.url()));
+    redlock::redis store(ctx.get_executor(), redlock::test::fast_reconnecting(node.url()));
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         redlock::bloom_filter empty(store, "nothing", 100, 0.01);
         std::vector<std::string> items{"a", "b"};
@@ -109,7 +106,7 @@ BOOST_AUTO_TEST_CASE(a_filter_that_does_not_exist_rules_nothing_out_and_bad_argu
         BOOST_TEST(node.cli({"EXISTS", redlock::aux_name("nothing", "bloom")}) == "0");  // a read creates nothing
         const auto scripts = node.command_stat("evalsha");
         for (auto bad : {redlock::bloom_filter(store, "", 100, 0.01), redlock::bloom_filter(store, "b", 0, 0.01),
-                         redlock::bloom_filter(store, "b", 100, 1.0), redlock::bloom_filter(nullptr, "b", 100, 0.01)}) {
+                         redlock::bloom_filter(store, "b", 100, 1.0)}) {
             auto [ec, n] = co_await bad.async_add(items, use_tuple);
             BOOST_TEST(ec == error::invalid_argument);
         }

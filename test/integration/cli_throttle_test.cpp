@@ -102,7 +102,7 @@ BOOST_AUTO_TEST_CASE(it_waits_for_room_and_is_admitted_at_the_rate)
         auto r = throttle(node, "paced", {"--rate", "5/s", "-v"});
         BOOST_TEST(r.exit_code == 0, r.err);
         if (i == 0) {
-            BOOST_TEST(r.err.find("throttle 'paced' (gcra 5/s, burst 0) on 1 node(s)") != std::string::npos, r.err);
+            BOOST_TEST(r.err.find("throttle 'paced' (gcra 5/s, burst 0) on " + node.url()) != std::string::npos, r.err);
             BOOST_TEST(r.err.find("remaining 0 of 1") != std::string::npos, r.err);
         }
     }
@@ -132,7 +132,8 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_64_before_any_io)
         BOOST_TEST(r.exit_code == 64, r.err);
         BOOST_TEST(r.err.find("redlock throttle --help") != std::string::npos, r.err);
     }
-    // Refused by the library, before any call: a cost no wait can admit, and more than one node.
+    // Refused before any call: a cost no wait can admit (by the library), and more than one node (by the command line:
+    // a rate limiter takes one Redis deployment).
     auto r = throttle(node, "k", {"--rate", "10/s", "--burst", "2", "--cost", "4"});
     BOOST_TEST(r.exit_code == 64);
     BOOST_TEST(r.err.find("no wait can admit it") != std::string::npos, r.err);

@@ -33,9 +33,10 @@ namespace {
 const redlock::lock_options fenced{.ttl = 5000ms, .node_timeout = 500ms, .fencing = true};
 
 // A plain connection to a node that keeps a resource.
-redlock::connection resource_connection(asio::io_context& ctx, const redlock::test::redis_node& node)
+// The Redis that keeps the resource: one deployment.
+redlock::redis resource_store(asio::io_context& ctx, const redlock::test::redis_node& node)
 {
-    return redlock::connection(ctx.get_executor(), redlock::parse_url(node.url()));
+    return redlock::redis(ctx.get_executor(), redlock::parse_url(node.url()));
 }
 
 }  // namespace
@@ -221,12 +222,12 @@ BOOST_AUTO_TEST_CASE(fenced_writes_apply_in_order_and_refuse_older_tokens)
 {
     redlock::test::redis_node store;
     asio::io_context ctx;
-    auto conn = resource_connection(ctx, store);
+    auto resource = resource_store(ctx, store);
     run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await conn.async_connect(asio::use_awaitable);
+        co_await resource.async_connect(asio::use_awaitable);
         fenced_write first("{acct:7}:guard", 5);
         first.command("SET", "{acct:7}:balance", {"100"}).command("HSET", "{acct:7}:meta", {"by", "five", "n", 1});
-        auto [ec, at] = co_await redlock::async_fenced_write(conn, first, use_tuple);
+        auto [ec, at] = co_await redlock::async_fenced_write(resource, first, use_tuple);
         BOOST_TEST(!ec, ec.message());
         BOOST_TEST(at == 5u);
         BOOST_TEST(store.cli({"GET", "{acct:7}:balance"}) == "100");
@@ -236,16 +237,16 @@ BOOST_AUTO_TEST_CASE(fenced_writes_apply_in_order_and_refuse_older_tokens)
         // The same holder again: equal tokens pass.
         fenced_write again("{acct:7}:guard", 5);
         again.command("INCRBY", "{acct:7}:balance", {1});
-        std::tie(ec, at) = co_await redlock::async_fenced_write(conn, again, use_tuple);
+        std::tie(ec, at) = co_await redlock::async_fenced_write(resource, again, use_tuple);
         BOOST_TEST(!ec);
         BOOST_TEST(store.cli({"GET", "{acct:7}:balance"}) == "101");
 
         // A newer holder, then the older one: refused, with the newer token, and nothing written.
         fenced_write newer("{acct:7}:guard", 9);
         newer.command("SET", "{acct:7}:balance", {"900"});
-        std::tie(ec, at) = co_await redlock::async_fenced_write(conn, newer, use_tuple);
+        std::tie(ec, at) = co_await redlock::async_fenced_write(resource, newer, use_tuple);
         BOOST_TEST(!ec);
-        std::tie(ec, at) = co_await redlock::async_fenced_write(conn, again, use_tuple);
+        std::tie(ec, at) = co_await redlock::async_fenced_write(resource, again, use_tuple);
         BOOST_TEST(ec == error::stale_token);
         BOOST_TEST(at == 9u);
         BOOST_TEST(store.cli({"GET", "{acct:7}:balance"}) == "900");
@@ -254,7 +255,7 @@ BOOST_AUTO_TEST_CASE(fenced_writes_apply_in_order_and_refuse_older_tokens)
         // DEL with no further arguments.
         fenced_write removal("{acct:7}:guard", 10);
         removal.command("DEL", "{acct:7}:meta");
-        std::tie(ec, at) = co_await redlock::async_fenced_write(conn, removal, use_tuple);
+        std::tie(ec, at) = co_await redlock::async_fenced_write(resource, removal, use_tuple);
         BOOST_TEST(!ec);
         BOOST_TEST(store.cli({"EXISTS", "{acct:7}:meta"}) == "0");
 
@@ -264,7 +265,7 @@ BOOST_AUTO_TEST_CASE(fenced_writes_apply_in_order_and_refuse_older_tokens)
         auto req = deposit.to_request();
         req.push("GET", "{acct:7}:balance");
         redlock::response resp;
-        auto [xec] = co_await conn.async_exec(req, resp, use_tuple);
+        auto [xec] = co_await resource.async_exec(req, resp, "{acct:7}:guard", use_tuple);
         BOOST_TEST(!xec);
         BOOST_REQUIRE(resp.size() == 2u);
         std::tie(ec, at) = fenced_write::outcome(resp[0]);
@@ -280,17 +281,17 @@ BOOST_AUTO_TEST_CASE(fenced_write_compares_tokens_beyond_double_precision_exactl
     redlock::test::redis_node store;
     store.cli({"SET", "big:guard", "9007199254740993"});
     asio::io_context ctx;
-    auto conn = resource_connection(ctx, store);
+    auto resource = resource_store(ctx, store);
     run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await conn.async_connect(asio::use_awaitable);
+        co_await resource.async_connect(asio::use_awaitable);
         fenced_write w("big:guard", 9007199254740992u);
         w.command("SET", "big", {"stale"});
-        auto [ec, at] = co_await redlock::async_fenced_write(conn, w, use_tuple);
+        auto [ec, at] = co_await redlock::async_fenced_write(resource, w, use_tuple);
         BOOST_TEST(ec == error::stale_token);
         BOOST_TEST(at == 9007199254740993u);
         fenced_write top("big:guard", 9223372036854775807u);
         top.command("SET", "big", {"newest"});
-        std::tie(ec, at) = co_await redlock::async_fenced_write(conn, top, use_tuple);
+        std::tie(ec, at) = co_await redlock::async_fenced_write(resource, top, use_tuple);
         BOOST_TEST(!ec);
         BOOST_TEST(store.cli({"GET", "big"}) == "newest");
     });
@@ -302,9 +303,9 @@ BOOST_AUTO_TEST_CASE(fenced_write_errors_are_clear)
     store.cli({"LPUSH", "a:list", "x"});
     store.cli({"SET", "odd:guard", "abc"});
     asio::io_context ctx;
-    auto conn = resource_connection(ctx, store);
+    auto resource = resource_store(ctx, store);
     run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await conn.async_connect(asio::use_awaitable);
+        co_await resource.async_connect(asio::use_awaitable);
         // Bad input, before any I/O.
         fenced_write unfenced("g", 0), no_command("g", 1), no_guard("", 1);
         unfenced.command("SET", "k", {"v"});
@@ -312,25 +313,25 @@ BOOST_AUTO_TEST_CASE(fenced_write_errors_are_clear)
         BOOST_TEST(unfenced.invalid().find("without lock_options::fencing") != std::string::npos);
         BOOST_TEST(no_command.invalid() == "a fenced write needs a command");
         BOOST_TEST(no_guard.invalid() == "the guard key is empty");
-        const auto requests = conn.get_usage().requests;
+        const auto requests = resource.get_usage().requests;
         for (const auto* w : {&unfenced, &no_command, &no_guard}) {
-            auto [ec, at] = co_await redlock::async_fenced_write(conn, *w, use_tuple);
+            auto [ec, at] = co_await redlock::async_fenced_write(resource, *w, use_tuple);
             BOOST_TEST(ec == error::invalid_argument);
             BOOST_TEST(at == 0u);
         }
-        BOOST_TEST(conn.get_usage().requests == requests);
+        BOOST_TEST(resource.get_usage().requests == requests);
 
         // A command that fails: the error reply, and the guard does not advance.
         fenced_write wrong("l:guard", 3);
         wrong.command("SET", "l:first", {"1"}).command("HSET", "a:list", {"f", "v"});
-        auto [ec, at] = co_await redlock::async_fenced_write(conn, wrong, use_tuple);
+        auto [ec, at] = co_await redlock::async_fenced_write(resource, wrong, use_tuple);
         BOOST_TEST(ec == error::server_error);
         BOOST_TEST(store.cli({"EXISTS", "l:guard"}) == "0");
 
         // A guard that is not a number.
         fenced_write odd("odd:guard", 3);
         odd.command("SET", "odd", {"v"});
-        std::tie(ec, at) = co_await redlock::async_fenced_write(conn, odd, use_tuple);
+        std::tie(ec, at) = co_await redlock::async_fenced_write(resource, odd, use_tuple);
         BOOST_TEST(ec == error::server_error);
         BOOST_TEST(store.cli({"EXISTS", "odd"}) == "0");
     });
@@ -345,11 +346,11 @@ BOOST_DATA_TEST_CASE(a_suspended_holder_is_fenced_out_by_the_next_one, data::mak
     asio::io_context ctx;
     redlock::client a(ctx.get_executor(), rotated(configs(nodes), 0));
     redlock::client b(ctx.get_executor(), rotated(configs(nodes), 1));
-    auto conn = resource_connection(ctx, store);
+    auto resource = resource_store(ctx, store);
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         co_await a.async_connect(asio::use_awaitable);
         co_await b.async_connect(asio::use_awaitable);
-        co_await conn.async_connect(asio::use_awaitable);
+        co_await resource.async_connect(asio::use_awaitable);
         redlock::mutex ma(a, "file:report", {.ttl = 300ms, .node_timeout = 100ms, .fencing = true});
         auto held_a = co_await ma.async_lock(asio::use_awaitable);
         const auto start = steady::now();
@@ -362,12 +363,12 @@ BOOST_DATA_TEST_CASE(a_suspended_holder_is_fenced_out_by_the_next_one, data::mak
         BOOST_TEST(held_b.fencing_token() > held_a.fencing_token());
         fenced_write wb("{file:report}:guard", held_b.fencing_token());
         wb.command("SET", "{file:report}:body", {"written by B"});
-        auto [ec_b, at_b] = co_await redlock::async_fenced_write(conn, wb, use_tuple);
+        auto [ec_b, at_b] = co_await redlock::async_fenced_write(resource, wb, use_tuple);
         BOOST_TEST(!ec_b);
 
         fenced_write wa("{file:report}:guard", held_a.fencing_token());
         wa.command("SET", "{file:report}:body", {"written by A"});
-        auto [ec_a, at_a] = co_await redlock::async_fenced_write(conn, wa, use_tuple);
+        auto [ec_a, at_a] = co_await redlock::async_fenced_write(resource, wa, use_tuple);
         BOOST_TEST(ec_a == error::stale_token);
         BOOST_TEST(at_a == held_b.fencing_token());
         BOOST_TEST(store.cli({"GET", "{file:report}:body"}) == "written by B");

@@ -109,16 +109,16 @@ BOOST_AUTO_TEST_CASE(gcra_decisions_match_the_reference_model_field_by_field)
 {
     cluster nodes(1);
     asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
+    redlock::redis store(ctx.get_executor(), configs(nodes).front());
     run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await client.async_connect(asio::use_awaitable);
+        co_await store.async_connect(asio::use_awaitable);
         // 7 per second: an interval of 142857.14... us, which no whole number of microseconds is.
         {
             const std::vector<step> steps{{1, 0ms},   {1, 0ms},   {2, 30ms}, {1, 0ms},   {4, 150ms}, {5, 0ms},
                                           {1, 60ms},  {3, 0ms},   {1, 0ms},  {1, 400ms}, {4, 0ms},   {1, 0ms},
                                           {2, 140ms}, {1, 145ms}, {1, 0ms},  {4, 700ms}, {4, 0ms},   {1, 10ms}};
             auto limit = make_limit(rate_strategy::gcra, 7, 1000ms, 3);
-            redlock::rate_limiter limiter(client, "gcra:seven", limit);
+            redlock::rate_limiter limiter(store, "gcra:seven", limit);
             redlock::test::gcra_model model(7, 1000ms, 3);
             auto seen = co_await check_against(limiter, model, steps);
             BOOST_TEST(seen[0] > 0);  // each outcome came up
@@ -131,14 +131,14 @@ BOOST_AUTO_TEST_CASE(gcra_decisions_match_the_reference_model_field_by_field)
                                           {1'000'001, 0ms}, {250'000, 0ms},     {999'999, 30ms},
                                           {1, 0ms},         {1'000'000, 120ms}, {700'000, 0ms}};
             auto limit = make_limit(rate_strategy::gcra, 10'000'000, 1000ms, 999'999);
-            redlock::rate_limiter limiter(client, "gcra:bytes", limit);
+            redlock::rate_limiter limiter(store, "gcra:bytes", limit);
             redlock::test::gcra_model model(10'000'000, 1000ms, 999'999);
             co_await check_against(limiter, model, steps);
         }
         // One a minute, no burst.
         {
             const std::vector<step> steps{{1, 0ms}, {1, 5ms}, {2, 0ms}, {1, 0ms}};
-            redlock::rate_limiter limiter(client, "gcra:slow", make_limit(rate_strategy::gcra, 1, 60'000ms));
+            redlock::rate_limiter limiter(store, "gcra:slow", make_limit(rate_strategy::gcra, 1, 60'000ms));
             redlock::test::gcra_model model(1, 60'000ms, 0);
             co_await check_against(limiter, model, steps);
         }
@@ -149,13 +149,13 @@ BOOST_AUTO_TEST_CASE(sliding_window_decisions_match_the_reference_model_field_by
 {
     cluster nodes(1);
     asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
+    redlock::redis store(ctx.get_executor(), configs(nodes).front());
     run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await client.async_connect(asio::use_awaitable);
+        co_await store.async_connect(asio::use_awaitable);
         const std::vector<step> steps{{1, 0ms}, {2, 40ms},  {1, 0ms}, {1, 100ms}, {3, 0ms},
                                       {6, 0ms}, {2, 90ms},  {1, 0ms}, {2, 120ms}, {5, 0ms},
                                       {1, 0ms}, {1, 310ms}, {4, 0ms}, {2, 0ms},   {1, 0ms}};
-        redlock::rate_limiter limiter(client, "log", make_limit(rate_strategy::sliding_window, 5, 300ms));
+        redlock::rate_limiter limiter(store, "log", make_limit(rate_strategy::sliding_window, 5, 300ms));
         redlock::test::sliding_log_model model(5, 300ms);
         auto seen = co_await check_against(limiter, model, steps);
         BOOST_TEST(seen[0] > 0);
@@ -173,15 +173,15 @@ BOOST_AUTO_TEST_CASE(fixed_window_decisions_match_the_reference_model_field_by_f
 {
     cluster nodes(1);
     asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
+    redlock::redis store(ctx.get_executor(), configs(nodes).front());
     run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await client.async_connect(asio::use_awaitable);
+        co_await store.async_connect(asio::use_awaitable);
         // 5 a second. A window opened, filled, refused, overshot (never); then past its end (1100 ms) a cost
         // above the rate with no window open, a new window opened by a call of the whole rate, and so on.
         const std::vector<step> steps{{1, 0ms}, {1, 30ms},   {2, 0ms},    {3, 0ms}, {6, 0ms},  {1, 100ms},
                                       {1, 0ms}, {2, 200ms},  {1, 1100ms}, {6, 0ms}, {4, 50ms}, {2, 0ms},
                                       {1, 0ms}, {1, 1100ms}, {6, 0ms},    {5, 0ms}, {1, 0ms},  {1, 10ms}};
-        redlock::rate_limiter limiter(client, "window", make_limit(rate_strategy::fixed_window, 5, 1000ms));
+        redlock::rate_limiter limiter(store, "window", make_limit(rate_strategy::fixed_window, 5, 1000ms));
         redlock::test::fixed_window_model model(5, 1000ms);
         int inexact = 0;
         auto seen = co_await check_against(limiter, model, steps, 1ms, &inexact);
@@ -197,10 +197,10 @@ BOOST_AUTO_TEST_CASE(gcra_admits_burst_plus_one_at_once_then_one_per_interval)
 {
     cluster nodes(1);
     asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
+    redlock::redis store(ctx.get_executor(), configs(nodes).front());
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         // One unit a second: the five calls of the burst fit in one interval even on a loaded machine.
-        redlock::rate_limiter limiter(client, "burst", make_limit(rate_strategy::gcra, 1, 1000ms, 4));
+        redlock::rate_limiter limiter(store, "burst", make_limit(rate_strategy::gcra, 1, 1000ms, 4));
         for (std::int64_t left = 4; left >= 0; --left) {
             auto [ec, d] = co_await limiter.async_try_acquire(1, use_tuple);
             BOOST_REQUIRE(!ec);
@@ -222,13 +222,13 @@ BOOST_AUTO_TEST_CASE(a_cost_above_the_limit_is_never_admitted_and_takes_nothing)
 {
     cluster nodes(1);
     asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
+    redlock::redis store(ctx.get_executor(), configs(nodes).front());
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         for (auto s : {rate_strategy::gcra, rate_strategy::fixed_window, rate_strategy::sliding_window}) {
             const bool gcra = s == rate_strategy::gcra;
             const auto limit = make_limit(s, gcra ? 10 : 6, 10'000ms, gcra ? 5 : 0);  // 6 per call at most
             const std::string key = "never:" + std::to_string(static_cast<int>(s));
-            redlock::rate_limiter limiter(client, key, limit);
+            redlock::rate_limiter limiter(store, key, limit);
             redlock::diagnostics diag;
             auto [ec, d] = co_await limiter.async_try_acquire(7, use_tuple);
             BOOST_REQUIRE(!ec);
@@ -254,13 +254,13 @@ BOOST_AUTO_TEST_CASE(a_fixed_window_passes_up_to_twice_its_rate_across_a_window_
 {
     cluster nodes(1);
     asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
+    redlock::redis store(ctx.get_executor(), configs(nodes).front());
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         constexpr std::int64_t rate = 5;
         constexpr ms period = 1000ms;
         std::map<rate_strategy, std::int64_t> most;
         for (auto s : {rate_strategy::fixed_window, rate_strategy::sliding_window}) {
-            redlock::rate_limiter limiter(client, "window:" + std::to_string(static_cast<int>(s)),
+            redlock::rate_limiter limiter(store, "window:" + std::to_string(static_cast<int>(s)),
                                           make_limit(s, rate, period));
             std::vector<std::pair<std::int64_t, std::int64_t>> admitted;
             // One call opens the window; near its end, take what is left; then everything the limiter lets through
@@ -292,12 +292,12 @@ BOOST_AUTO_TEST_CASE(every_key_the_limiter_writes_has_a_ttl_and_is_gone_once_idl
 {
     cluster nodes(1);
     asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
+    redlock::redis store(ctx.get_executor(), configs(nodes).front());
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         for (auto s : {rate_strategy::gcra, rate_strategy::fixed_window, rate_strategy::sliding_window}) {
             // GCRA: 3 units of 333 ms each, a TTL of about a second, as the windows' (redis-cli takes a while).
             const bool gcra = s == rate_strategy::gcra;
-            redlock::rate_limiter limiter(client, "ttl:" + std::to_string(static_cast<int>(s)),
+            redlock::rate_limiter limiter(store, "ttl:" + std::to_string(static_cast<int>(s)),
                                           make_limit(s, gcra ? 3 : 10, 1000ms, gcra ? 2 : 0));
             for (int i = 0; i < 4; ++i) co_await limiter.async_try_acquire(1, use_tuple);
         }
@@ -319,10 +319,10 @@ BOOST_AUTO_TEST_CASE(a_fixed_window_counter_found_without_expiry_gets_one)
 {
     cluster nodes(1);
     asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
+    redlock::redis store(ctx.get_executor(), configs(nodes).front());
     nodes[0].cli({"SET", "legacy", "3"});
     run_coro(ctx, [&]() -> asio::awaitable<void> {
-        redlock::rate_limiter limiter(client, "legacy", make_limit(rate_strategy::fixed_window, 10, 5000ms));
+        redlock::rate_limiter limiter(store, "legacy", make_limit(rate_strategy::fixed_window, 10, 5000ms));
         auto [ec, d] = co_await limiter.async_try_acquire(1, use_tuple);
         BOOST_TEST(d.allowed(), describe(d));
         BOOST_TEST(d.remaining == 6);
@@ -339,9 +339,9 @@ BOOST_AUTO_TEST_CASE(a_node_clock_stepped_back_costs_at_most_one_bucket_not_the_
     options.clock_shim = true;
     redlock::test::redis_node node(options);
     asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), {redlock::test::fast_reconnecting(node.url())});
+    redlock::redis store(ctx.get_executor(), redlock::test::fast_reconnecting(node.url()));
     run_coro(ctx, [&]() -> asio::awaitable<void> {
-        redlock::rate_limiter limiter(client, "stepped", make_limit(rate_strategy::gcra, 10, 1000ms, 1));
+        redlock::rate_limiter limiter(store, "stepped", make_limit(rate_strategy::gcra, 10, 1000ms, 1));
         auto [ec, first] = co_await limiter.async_try_acquire(1, use_tuple);
         BOOST_REQUIRE(first.allowed());
         node.set_clock(-60'000);
@@ -361,12 +361,12 @@ BOOST_AUTO_TEST_CASE(acquire_waits_out_the_rate_with_one_refused_call_per_admiss
 {
     cluster nodes(1);
     asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
+    redlock::redis store(ctx.get_executor(), configs(nodes).front());
     run_coro(ctx, [&]() -> asio::awaitable<void> {
-        co_await client.async_connect(asio::use_awaitable);
+        co_await store.async_connect(asio::use_awaitable);
         auto limit = make_limit(rate_strategy::gcra, 20, 1000ms);
         limit.wait = 5000ms;
-        redlock::rate_limiter limiter(client, "paced", limit);
+        redlock::rate_limiter limiter(store, "paced", limit);
         const long calls_before = nodes[0].command_stat("evalsha") + nodes[0].command_stat("eval");
         std::vector<std::int64_t> times;
         for (int i = 0; i < 8; ++i) {
@@ -387,10 +387,10 @@ BOOST_AUTO_TEST_CASE(a_node_that_forgot_the_scripts_still_decides)
 {
     cluster nodes(1);
     asio::io_context ctx;
-    redlock::client client(ctx.get_executor(), configs(nodes));
+    redlock::redis store(ctx.get_executor(), configs(nodes).front());
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         for (auto s : {rate_strategy::gcra, rate_strategy::fixed_window, rate_strategy::sliding_window}) {
-            redlock::rate_limiter limiter(client, "flushed:" + std::to_string(static_cast<int>(s)),
+            redlock::rate_limiter limiter(store, "flushed:" + std::to_string(static_cast<int>(s)),
                                           make_limit(s, 10, 1000ms, s == rate_strategy::gcra ? 5 : 0));
             auto [ec, d] = co_await limiter.async_try_acquire(1, use_tuple);
             BOOST_REQUIRE(d.allowed());
@@ -402,19 +402,19 @@ BOOST_AUTO_TEST_CASE(a_node_that_forgot_the_scripts_still_decides)
     });
 }
 
-// Calls from several threads at once (the client hops onto its strand): exactly the burst passes.
+// Calls from several threads at once (the limiter hops onto its deployment's strand): exactly the burst passes.
 BOOST_AUTO_TEST_CASE(calls_from_several_threads_share_one_limit)
 {
     cluster nodes(1);
     asio::io_context ctx(4);
     auto work = asio::make_work_guard(ctx);
-    redlock::client client(ctx.get_executor(), configs(nodes));
+    redlock::redis store(ctx.get_executor(), configs(nodes).front());
     std::vector<std::thread> threads;
     for (int i = 0; i < 4; ++i) threads.emplace_back([&ctx] { ctx.run(); });
     constexpr int calls = 200;
     std::atomic<int> admitted{0}, limited{0}, failed{0}, done{0};
     {
-        redlock::rate_limiter limiter(client, "threads", make_limit(rate_strategy::gcra, 1, 60'000ms, 24));
+        redlock::rate_limiter limiter(store, "threads", make_limit(rate_strategy::gcra, 1, 60'000ms, 24));
         for (int i = 0; i < calls; ++i)
             asio::post(ctx, [&] {
                 limiter.async_try_acquire(1, [&](redlock::error_code ec, rate_decision d) {
@@ -424,7 +424,7 @@ BOOST_AUTO_TEST_CASE(calls_from_several_threads_share_one_limit)
             });
         BOOST_REQUIRE(redlock::test::wait_until([&] { return done == calls; }, 20'000ms));
     }
-    client.close();
+    store.close();
     work.reset();
     for (auto& t : threads) t.join();
     BOOST_TEST(failed == 0);

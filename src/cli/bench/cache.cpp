@@ -11,7 +11,7 @@
 #endif
 
 #include <redlock/cache_guard.hpp>
-#include <redlock/node.hpp>
+#include <redlock/redis.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -79,7 +79,7 @@ public:
     asio::awaitable<void> prepare(bench_driver& d) override
     {
         for (std::size_t c = 0; c < d.client_count(); ++c) {
-            stores_.push_back(make_connection_node(d.context().get_executor(), o_.nodes.front()));
+            stores_.emplace_back(d.context().get_executor(), o_.nodes.front());
             guards_.push_back(std::make_unique<cache_guard>(d.client_at(c), stores_.back(),
                                                             cache_options{.ttl = std::chrono::hours(1)}));
         }
@@ -97,7 +97,7 @@ public:
         const std::string k = key(w.index());
         const auto client = static_cast<std::size_t>(w.index() / o_.workers);
         auto& guard = *guards_[client];
-        auto& store = *stores_[client];
+        auto& store = stores_[client];
         cache_loader loader = [] { return load_value(); };
         request get;
         get.push("GET", k);
@@ -111,8 +111,7 @@ public:
                     continue;
                 }
             } else {
-                auto [ec] = co_await asio::async_initiate<decltype(use_tuple), void(error_code)>(
-                    [&](auto handler) { store.async_exec(get, resp, k, std::move(handler)); }, use_tuple);
+                auto [ec] = co_await store.async_exec(get, resp, k, use_tuple);
                 if (ec) {
                     co_await w.failed("GET", ec);
                     continue;
@@ -125,7 +124,7 @@ public:
 
     asio::awaitable<void> conclude(bench_driver&) override
     {
-        for (auto& store : stores_) store->close();
+        for (auto& store : stores_) store.close();
         co_return;
     }
 
@@ -159,7 +158,7 @@ private:
 
     const bench_options& o_;
     const std::string prefix_;
-    std::vector<std::shared_ptr<node>> stores_;         // per client: where the values live
+    std::vector<redis> stores_;                         // per client: where the values live
     std::vector<std::unique_ptr<cache_guard>> guards_;  // per client
 };
 

@@ -1,10 +1,12 @@
-// `redlock bench --scenario limiter`: rate limiter decisions per second against one node. C clients of W workers;
-// each worker asks its own key's limiter (one subject each, as per-user limits are) for one unit in a loop, without
-// waiting, and counts what it was told. An operation is one decision, its latency the first row.
+// `redlock bench --scenario limiter`: rate limiter decisions per second against one node. C clients (each its own
+// connection to the node, a redlock::redis, as C processes would have) of W workers; each worker asks its own key's
+// limiter (one subject each, as per-user limits are) for one unit in a loop, without waiting, and counts what it was
+// told. An operation is one decision, its latency the first row.
 #include "cli/bench/scenarios.hpp"
 #include "cli/common/duration.hpp"
 
 #include <redlock/rate_limiter.hpp>
+#include <redlock/redis.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -52,13 +54,21 @@ public:
     {
         return "bench: limiter, " + totals_.strategy + " " + totals_.rate +
                (o_.strategy == rate_strategy::gcra ? ", burst " + std::to_string(o_.burst) : "") + ", " +
-               std::to_string(o_.nodes.size()) + " node(s), " + std::to_string(o_.clients) + " client(s) x " +
+               o_.nodes.front().to_string() + ", " + std::to_string(o_.clients) + " client(s) x " +
                std::to_string(o_.workers) + " worker(s), " + format_duration(o_.duration) + ", keys " + prefix_ + ":N";
+    }
+
+    // Each client's deployment: the one node.
+    asio::awaitable<void> prepare(bench_driver& d) override
+    {
+        for (std::size_t c = 0; c < d.client_count(); ++c) stores_.emplace_back(d.context().get_executor(), o_.nodes.front());
+        co_return;
     }
 
     asio::awaitable<void> work(bench_worker& w) override
     {
-        rate_limiter limiter(w.shared_client(), prefix_ + ":" + std::to_string(w.index()), limit_);
+        const auto& store = stores_[static_cast<std::size_t>(w.index() / o_.workers)];
+        rate_limiter limiter(store, prefix_ + ":" + std::to_string(w.index()), limit_);
         diagnostics diag;
         while (w.running()) {
             const auto t0 = bench_clock::now();
@@ -79,6 +89,12 @@ public:
         }
     }
 
+    asio::awaitable<void> conclude(bench_driver&) override
+    {
+        for (auto& store : stores_) store.close();
+        co_return;
+    }
+
     std::string output(bench_figures& f, bool json) override
     {
         auto r = per_operation_result("limiter", o_, f);
@@ -91,6 +107,7 @@ private:
     const std::string prefix_;
     rate_limit limit_;
     limiter_totals totals_;
+    std::vector<redis> stores_;  // per client
 };
 
 }  // namespace

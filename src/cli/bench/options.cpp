@@ -107,6 +107,9 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
     if (auto r = cl.rate()) o.rate = *r;
     o.burst = cl.count("burst", o.strategy == rate_strategy::gcra ? o.burst : 0, 0);
     o.nodes = cl.nodes();
+    if (limiter && o.nodes.size() != 1)
+        throw cl.error("--scenario limiter: a rate limiter needs exactly one node (one Redis deployment), not " +
+                       std::to_string(o.nodes.size()) + " (doc/rate-limiting.md, \"Over N nodes\")");
     return o;
 }
 

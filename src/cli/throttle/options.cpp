@@ -59,7 +59,13 @@ std::optional<throttle_options> parse_throttle(const std::vector<std::string>& a
     o.cost = cl.count("cost", 1, 1);
     if (cl.given("wait")) o.wait = cl.duration("wait", ms(0));
     if (command) o.command = checked_command(*command, cl.command());
-    o.nodes = cl.nodes();
+    auto nodes = cl.nodes();
+    if (nodes.size() != 1)
+        throw cl.error("--nodes: a rate limiter needs exactly one node (one Redis deployment), not " +
+                       std::to_string(nodes.size()) +
+                       ": over independent nodes a quorum rule either admits more than the limit or stops with any "
+                       "node down (doc/rate-limiting.md, \"Over N nodes\")");
+    o.node = std::move(nodes.front());
     return o;
 }
 

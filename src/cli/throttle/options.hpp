@@ -18,7 +18,7 @@ namespace redlock::cli {
 
 // Wait for room in a rate limiter, then run the command in redlock's place.
 struct throttle_options {
-    std::vector<node_config> nodes;
+    node_config node;  // the one Redis deployment the limiter lives on
     std::string key;
     rate_spec rate;
     std::int64_t burst = 0;

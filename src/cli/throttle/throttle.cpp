@@ -10,8 +10,8 @@
 #include "cli/throttle/options.hpp"
 #include "cli/throttle/throttle.hpp"
 
-#include <redlock/client.hpp>
 #include <redlock/rate_limiter.hpp>
+#include <redlock/redis.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -64,7 +64,7 @@ rate_limit limit_of(const throttle_options& o)
 class throttle_session {
 public:
     throttle_session(asio::io_context& ctx, const throttle_options& o)
-        : o_(o), report_(o.output), signals_(ctx), client_(ctx.get_executor(), o.nodes)
+        : o_(o), report_(o.output), signals_(ctx), store_(ctx.get_executor(), o.node)
     {
         // A signal the caller left ignored stays ignored, for us and for the command that takes our place.
         for (int signo : {SIGINT, SIGTERM, SIGHUP})
@@ -75,7 +75,7 @@ public:
     void finish()
     {
         signals_.cancel();
-        client_.close();
+        store_.close();
     }
 
 private:
@@ -95,7 +95,7 @@ private:
     const throttle_options& o_;
     reporter report_;
     asio::signal_set signals_;
-    client client_;
+    redis store_;
     asio::cancellation_signal cancel_;  // the connect or the wait, on a signal
     int interrupted_ = 0;
 };
@@ -112,21 +112,20 @@ asio::awaitable<int> throttle_session::run()
                       (o_.command.empty() ? std::string() : "; the command was not run"));
         return exit_code::signal_base + interrupted_;
     };
-    report_.detail("throttle '" + o_.key + "' (" + limit_text() + ") on " + std::to_string(client_.size()) +
-                   " node(s), cost " + std::to_string(o_.cost) + ", wait " +
+    report_.detail("throttle '" + o_.key + "' (" + limit_text() + ") on " + store_.name() + ", cost " + std::to_string(o_.cost) + ", wait " +
                    (o_.wait ? format_duration(*o_.wait) : std::string("forever")));
 
     // One try must not find the node still connecting (as exec --wait 0); a longer wait retries anyway.
     const auto start = clock::now();
     if (o_.wait == std::chrono::milliseconds(0)) {
         diagnostics connect_diag;
-        co_await client_.async_connect(connect_diag, asio::bind_cancellation_slot(cancel_.slot(), use_tuple));
+        co_await store_.async_connect(connect_diag, asio::bind_cancellation_slot(cancel_.slot(), use_tuple));
         if (interrupted_ != 0) co_return interrupted_exit();
     }
 
-    rate_limiter limiter(client_, o_.key, limit_of(o_));
+    rate_limiter limiter(store_, o_.key, limit_of(o_));
     diagnostics diag;
-    wait_progress progress(client_.get_executor(), report_, diag, client_.quorum(),
+    wait_progress progress(store_.get_executor(), report_, diag, 1,
                            [](const std::vector<node_outcome>& nodes) { return describe_nodes(nodes); });
     progress.start("room in '" + o_.key + "'");
     auto [ec, d] =

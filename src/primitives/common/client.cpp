@@ -1,6 +1,7 @@
 #include "primitives/common/client_impl.hpp"
 
 #include <redlock/client.hpp>
+#include <redlock/detail/client_reports.hpp>
 
 namespace redlock {
 namespace detail {
@@ -37,6 +38,16 @@ void start_client_connect(const std::shared_ptr<client_impl>& impl, diagnostics*
                           asio::any_completion_handler<void(error_code)> handler)
 {
     spawn_op<>(impl->strand(), impl->io_executor(), client_impl::connect(impl, diag), std::move(handler));
+}
+
+void count_bloom_filter_missing(client_impl& client) noexcept
+{
+    client.counters().bloom_filter_missing();
+}
+
+void log_on(const client_impl& client, log_level level, std::string_view message)
+{
+    client.log(level, message);
 }
 
 }  // namespace detail

@@ -25,16 +25,8 @@ std::int64_t call_limit(const rate_limit& limit) noexcept
     return limit.strategy == rate_strategy::gcra ? limit.burst + 1 : limit.rate;
 }
 
-std::string invalid_rate_arguments(std::size_t nodes, const std::string& key, const rate_limit& limit,
-                                   std::int64_t cost, bool waits)
+std::string invalid_rate_arguments(const std::string& key, const rate_limit& limit, std::int64_t cost, bool waits)
 {
-    if (nodes == 0) return "the client has no nodes";
-    if (nodes > 1)
-        return "a rate limiter needs a client of exactly one node (a Redis Cluster or Sentinel node counts as one): "
-               "over " +
-               std::to_string(nodes) +
-               " independent nodes a quorum rule either admits more than the limit or stops with any node down "
-               "(doc/rate-limiting.md, \"Over N nodes\")";
     if (key.empty()) return "the limiter's key is empty";
     if (limit.rate <= 0) return "rate must be positive";
     if (limit.rate > rate_limit::max_rate) return "rate must be at most 10^12 per period (rate_limit::max_rate)";

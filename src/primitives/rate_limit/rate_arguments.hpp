@@ -3,7 +3,6 @@
 
 #include <redlock/rate_limit.hpp>
 
-#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,9 +27,8 @@ std::optional<gcra_units> gcra_units_of(const rate_limit& limit);
 /// The most one call may take: burst + 1 (GCRA) or the rate (windows). For a limit already checked.
 std::int64_t call_limit(const rate_limit& limit) noexcept;
 
-/// Why a call cannot be made (empty when it can): a client of other than one node, an empty key, a bad limit,
-/// a cost <= 0; for a call that waits (`waits`), also a cost above call_limit(), which no wait admits.
-std::string invalid_rate_arguments(std::size_t nodes, const std::string& key, const rate_limit& limit,
-                                   std::int64_t cost, bool waits);
+/// Why a call cannot be made (empty when it can): an empty key, a bad limit, a cost <= 0; for a call that waits
+/// (`waits`), also a cost above call_limit(), which no wait admits.
+std::string invalid_rate_arguments(const std::string& key, const rate_limit& limit, std::int64_t cost, bool waits);
 
 }  // namespace redlock::detail

@@ -1,9 +1,8 @@
-// The rate limiter: one script call per decision on the client's one node; acquire sleeps retry_after between
-// calls.
-#include "primitives/common/client_impl.hpp"
+// The rate limiter: one script call per decision on the deployment's node; acquire sleeps retry_after between calls.
 #include "primitives/rate_limit/rate_arguments.hpp"
 #include "primitives/rate_limit/rate_scripts.hpp"
 #include "primitives/rate_limit/rate_wait.hpp"
+#include "quorum/redis_impl.hpp"
 
 #include <redlock/detail/access.hpp>
 #include <redlock/rate_limiter.hpp>
@@ -61,26 +60,25 @@ std::tuple<error_code, std::optional<rate_decision>> read_answer(const fan_out_s
     return {error_code{}, d};
 }
 
-asio::awaitable<result> acquire(std::shared_ptr<client_impl> client, std::string key, rate_limit limit,
+asio::awaitable<result> acquire(std::shared_ptr<redis_impl> store, std::string key, rate_limit limit,
                                 std::int64_t cost, bool waits, diagnostics* diag)
 {
     // Partial, not total: a call the node already ran stays counted (a cancelled acquire may have used room).
     co_await asio::this_coro::reset_cancellation_state(asio::enable_partial_cancellation());
     co_await asio::this_coro::throw_if_cancelled(false);
     if (diag) diag->clear();
-    auto& nodes = client->nodes();
-    if (auto why = invalid_rate_arguments(nodes.size(), key, limit, cost, waits); !why.empty()) {
+    if (auto why = invalid_rate_arguments(key, limit, cost, waits); !why.empty()) {
         if (diag) access::set_client_message(*diag, why);
         co_return result{make_error_code(error::invalid_argument), {}};
     }
     const auto aborted = [] { return result{make_error_code(asio::error::operation_aborted), {}}; };
     const auto req = std::make_shared<const request>(rate_scripts::decision_request(key, limit, cost));
     const auto deadline = waits ? deadline_after(limit.wait) : clock::now();
-    asio::steady_timer pause(client->strand());
+    asio::steady_timer pause(store->strand());
     for (;;) {
-        auto call = co_await nodes.fan_out(req, key, rate_scripts::classify_decision, 1);
+        auto call = co_await store->call(req, key, rate_scripts::classify_decision);
         if (call->cancelled) co_return aborted();
-        if (diag) access::set_nodes(*diag, call->outcomes(nodes.names()));
+        if (diag) access::set_nodes(*diag, call->outcomes(store->names()));
         auto [ec, decision] = read_answer(*call, diag);
         if (!waits) co_return result{ec, decision.value_or(rate_decision{})};
 
@@ -107,17 +105,17 @@ asio::awaitable<result> acquire(std::shared_ptr<client_impl> client, std::string
 
 }  // namespace
 
-void start_rate_acquire(const std::shared_ptr<client_impl>& client, std::string key, rate_limit limit,
+void start_rate_acquire(const std::shared_ptr<redis_impl>& store, std::string key, rate_limit limit,
                         std::int64_t cost, bool wait, diagnostics* diag, rate_handler handler)
 {
-    spawn_op<rate_decision>(client->strand(), client->io_executor(),
-                            acquire(client, std::move(key), limit, cost, wait, diag), std::move(handler));
+    spawn_op<rate_decision>(store->strand(), store->io_executor(),
+                            acquire(store, std::move(key), limit, cost, wait, diag), std::move(handler));
 }
 
 }  // namespace detail
 
-rate_limiter::rate_limiter(const client& c, std::string key, rate_limit limit)
-    : impl_(detail::access::impl(c)), key_(std::move(key)), limit_(limit)
+rate_limiter::rate_limiter(const redis& store, std::string key, rate_limit limit)
+    : impl_(detail::access::impl(store)), key_(std::move(key)), limit_(limit)
 {}
 
 }  // namespace redlock

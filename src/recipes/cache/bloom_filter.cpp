@@ -88,15 +88,14 @@ void report_missing_filter(diagnostics& diag, const std::string& name)
 
 }  // namespace detail
 
-bloom_filter::bloom_filter(std::shared_ptr<node> store, std::string name, std::uint64_t expected_items,
-                           double false_positive_rate)
+bloom_filter::bloom_filter(redis store, std::string name, std::uint64_t expected_items, double false_positive_rate)
     : store_(std::move(store)),
       name_(std::move(name)),
       expected_items_(expected_items),
       false_positive_rate_(false_positive_rate)
 {
     const auto shape = detail::size_bloom(expected_items, false_positive_rate);
-    if (shape && !name_.empty() && store_) {
+    if (shape && !name_.empty()) {
         bits_ = shape->bits;
         hashes_ = shape->hashes;
     }

@@ -1,7 +1,6 @@
 // The cache guard: a read, a single-flight load under the fenced rebuild lock on a miss, and background
 // refreshes (logical expiry, XFetch). Every coroutine here runs on the guard's strand.
 #include "common/completion.hpp"
-#include "primitives/common/client_impl.hpp"
 #include "recipes/cache/cache_entry.hpp"
 #include "recipes/cache/cache_policy.hpp"
 #include "recipes/cache/cache_store.hpp"
@@ -9,6 +8,7 @@
 
 #include <redlock/cache_guard.hpp>
 #include <redlock/detail/access.hpp>
+#include <redlock/detail/client_reports.hpp>
 #include <redlock/key_layout.hpp>
 #include <redlock/lease.hpp>
 #include <redlock/mutex.hpp>
@@ -56,10 +56,8 @@ lock_options rebuild_lock_options(const cache_options& o)
     return lock;
 }
 
-std::string invalid_arguments(const node* store, const std::string& key, const cache_loader& loader,
-                              const cache_options& o)
+std::string invalid_arguments(const std::string& key, const cache_loader& loader, const cache_options& o)
 {
-    if (!store) return "the cache guard has no store";
     if (key.empty()) return "the cache key is empty";
     if (!loader) return "no loader";
     if (o.ttl <= ms(0) || o.ttl > lock_options::max_ttl) return "ttl must be in (0, 30 days]";
@@ -84,19 +82,19 @@ std::optional<std::string> value_of(const cache_entry& entry, std::string stored
 
 class cache_guard_impl : public std::enable_shared_from_this<cache_guard_impl> {
 public:
-    cache_guard_impl(std::shared_ptr<client_impl> locks, std::shared_ptr<node> store, std::optional<bloom_filter> known)
+    cache_guard_impl(std::shared_ptr<client_impl> locks, redis store, std::optional<bloom_filter> known)
         : locks_(std::move(locks)),
           store_(std::move(store)),
           known_(std::move(known)),
-          strand_(make_strand_of(locks_->io_executor())),
+          strand_(make_strand_of(store_.get_executor())),
           rng_(std::random_device{}())
     {}
 
     const std::shared_ptr<client_impl>& locks() const noexcept { return locks_; }
-    const std::shared_ptr<node>& store() const noexcept { return store_; }
+    const redis& store() const noexcept { return store_; }
     const std::optional<bloom_filter>& known_keys() const noexcept { return known_; }
     const strand_type& strand() const noexcept { return strand_; }
-    const asio::any_io_executor& io_executor() const noexcept { return locks_->io_executor(); }
+    asio::any_io_executor io_executor() const noexcept { return store_.get_executor(); }
 
     /// Uniform in [0, 1). On the strand.
     double unit() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
@@ -106,11 +104,11 @@ public:
     /// A miss found the Bloom filter missing: counted every time, logged at most once a minute. On the strand.
     void filter_missing(std::string_view why)
     {
-        locks_->counters().bloom_filter_missing();
+        count_bloom_filter_missing(*locks_);
         const auto now = steady_clock::now();
         if (filter_warned_ && now - *filter_warned_ < std::chrono::minutes(1)) return;
         filter_warned_ = now;
-        locks_->log(log_level::warning, std::string(why) + "; rebuild it (doc/cache.md, \"Bloom filter\")");
+        log_on(*locks_, log_level::warning, std::string(why) + "; rebuild it (doc/cache.md, \"Bloom filter\")");
     }
     /// Refreshes `key` in the background unless this process already does. On the strand.
     void start_refresh(const std::string& key, const shared_loader& loader, const cache_options& o,
@@ -123,7 +121,7 @@ private:
     }
 
     std::shared_ptr<client_impl> locks_;
-    std::shared_ptr<node> store_;
+    redis store_;
     std::optional<bloom_filter> known_;
     strand_type strand_;
     std::minstd_rand rng_;
@@ -135,18 +133,15 @@ private:
 namespace {
 
 // One request on the store, the value's key routing it.
-asio::awaitable<error_code> exec(std::shared_ptr<node> store, const request& req, response& resp,
-                                 const std::string& key)
+asio::awaitable<error_code> exec(const redis& store, const request& req, response& resp, const std::string& key)
 {
-    auto [ec] = co_await asio::async_initiate<decltype(use_tuple), void(error_code)>(
-        [&](auto handler) { store->async_exec(req, resp, key, std::move(handler)); }, use_tuple);
+    auto [ec] = co_await store.async_exec(req, resp, key, use_tuple);
     if (!ec && resp.size() != 1) ec = make_error_code(error::protocol_error);
     co_return ec;
 }
 
 // GET key: what is stored, or nullopt.
-asio::awaitable<std::tuple<error_code, std::optional<std::string>>> read_stored(std::shared_ptr<node> store,
-                                                                                std::string key)
+asio::awaitable<std::tuple<error_code, std::optional<std::string>>> read_stored(redis store, std::string key)
 {
     request req;
     req.push("GET", key);
@@ -376,7 +371,7 @@ asio::awaitable<std::tuple<error_code, std::optional<std::string>>> get_or_load(
     // Leaving a wait changes nothing for the other waiters: every cancellation type is safe.
     co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
     if (diag) diag->clear();
-    if (auto why = invalid_arguments(impl->store().get(), key, loader, o); !why.empty()) {
+    if (auto why = invalid_arguments(key, loader, o); !why.empty()) {
         if (diag) access::set_client_message(*diag, std::move(why));
         co_return result{make_error_code(error::invalid_argument), std::nullopt};
     }
@@ -417,13 +412,12 @@ void start_get_or_load(const std::shared_ptr<cache_guard_impl>& impl, std::strin
 
 }  // namespace detail
 
-cache_guard::cache_guard(const client& locks, std::shared_ptr<node> store, cache_options defaults)
+cache_guard::cache_guard(const client& locks, redis store, cache_options defaults)
     : impl_(std::make_shared<detail::cache_guard_impl>(detail::access::impl(locks), std::move(store), std::nullopt)),
       options_(defaults)
 {}
 
-cache_guard::cache_guard(const client& locks, std::shared_ptr<node> store, bloom_filter known_keys,
-                         cache_options defaults)
+cache_guard::cache_guard(const client& locks, redis store, bloom_filter known_keys, cache_options defaults)
     : impl_(std::make_shared<detail::cache_guard_impl>(detail::access::impl(locks), std::move(store),
                                                        std::move(known_keys))),
       options_(defaults)

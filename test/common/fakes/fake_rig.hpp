@@ -1,10 +1,12 @@
-// One redlock::client over N fake nodes on a single-threaded io_context, and the waits its tests need.
+// One redlock::client over N fake nodes (or one redlock::redis over one) on a single-threaded io_context, and the
+// waits their tests need.
 #pragma once
 
 #include "common/fakes/fake_node.hpp"
 #include "common/run_coro.hpp"
 
 #include <redlock/client.hpp>
+#include <redlock/redis.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -40,6 +42,21 @@ struct rig {
     {
         for (std::size_t i = from; i < to && i < n(); ++i) fakes[i].on(kind, a);
     }
+    template <class F>
+    auto bind(F f)
+    {
+        return boost::asio::bind_executor(ctx.get_executor(), std::move(f));
+    }
+};
+
+// One redlock::redis (a deployment: a rate limiter's, a cache's store) over one fake node.
+struct redis_rig {
+    redis_rig() : fakes(fake_nodes(1)), store(ctx.get_executor(), fakes.configs().front(), fakes.factory) {}
+    boost::asio::io_context ctx;
+    fake_cluster fakes;
+    redlock::redis store;
+
+    fake_node_control& fake() const { return fakes[0]; }
     template <class F>
     auto bind(F f)
     {

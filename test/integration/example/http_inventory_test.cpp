@@ -20,7 +20,7 @@
 #include "service.hpp"
 
 #include <redlock/client.hpp>
-#include <redlock/connection.hpp>
+#include <redlock/redis.hpp>
 #include <redlock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -181,11 +181,10 @@ public:
         : cfg_(with_lock_nodes(std::move(cfg), lock_nodes)),
           store_node_(redlock::parse_url(cfg_.store)),
           locks_(io_.context().get_executor(), configs(lock_nodes)),
-          limits_(io_.context().get_executor(), {store_node_}),
           store_(io_.context().get_executor(), store_node_),
           items_(locks_, store_, cfg_.lock_ttl),
           probe_(io_.context().get_executor(), configs(lock_nodes), store_node_),
-          svc_{cfg_, locks_, limits_, store_, items_, stats_, probe_},
+          svc_{cfg_, locks_, store_, items_, stats_, probe_},
           srv_(io_.context(), svc_)
     {
         io_.call([&] { port_ = srv_.listen("127.0.0.1", 0).port(); });
@@ -239,7 +238,6 @@ private:
     void close()
     {
         locks_.close();
-        limits_.close();
         store_.close();
         probe_.close();
     }
@@ -248,8 +246,7 @@ private:
     redlock::node_config store_node_;
     io_thread io_;
     redlock::client locks_;
-    redlock::client limits_;
-    redlock::connection store_;
+    redlock::redis store_;
     http_inventory::inventory items_;
     http_inventory::metrics stats_;
     http_inventory::readiness probe_;
@@ -634,7 +631,7 @@ BOOST_AUTO_TEST_CASE(a_holder_that_stalled_between_its_read_and_its_write_cannot
     store_node.cli({"SET", keys.stock, "5"});
     asio::io_context ctx;
     redlock::client locks(ctx.get_executor(), configs(lock_nodes));
-    redlock::connection store(ctx.get_executor(), redlock::parse_url(store_node.url()));
+    redlock::redis store(ctx.get_executor(), redlock::parse_url(store_node.url()));
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         co_await locks.async_connect(asio::use_awaitable);
         co_await store.async_connect(asio::use_awaitable);

@@ -162,39 +162,37 @@ BOOST_AUTO_TEST_CASE(bad_arguments_are_named)
 {
     using redlock::detail::invalid_rate_arguments;
     const auto ok = gcra(10, 1000ms, 5);
-    BOOST_TEST(invalid_rate_arguments(1, "k", ok, 1, true).empty());
-    BOOST_TEST(invalid_rate_arguments(1, "k", ok, 6, true).empty());   // burst + 1: the most one call may take
-    BOOST_TEST(invalid_rate_arguments(1, "k", ok, 7, false).empty());  // asked at once: the answer says "never"
-    BOOST_TEST(invalid_rate_arguments(1, "k", ok, 7, true).find("no wait can admit it") != std::string::npos);
+    BOOST_TEST(invalid_rate_arguments("k", ok, 1, true).empty());
+    BOOST_TEST(invalid_rate_arguments("k", ok, 6, true).empty());   // burst + 1: the most one call may take
+    BOOST_TEST(invalid_rate_arguments("k", ok, 7, false).empty());  // asked at once: the answer says "never"
+    BOOST_TEST(invalid_rate_arguments("k", ok, 7, true).find("no wait can admit it") != std::string::npos);
 
-    BOOST_TEST(invalid_rate_arguments(0, "k", ok, 1, false) == "the client has no nodes");
-    BOOST_TEST(invalid_rate_arguments(3, "k", ok, 1, false).find("exactly one node") != std::string::npos);
-    BOOST_TEST(invalid_rate_arguments(1, "", ok, 1, false) == "the limiter's key is empty");
-    BOOST_TEST(invalid_rate_arguments(1, "k", gcra(0, 1000ms, 5), 1, false) == "rate must be positive");
-    BOOST_TEST(invalid_rate_arguments(1, "k", gcra(-3, 1000ms, 5), 1, false) == "rate must be positive");
-    BOOST_TEST(!invalid_rate_arguments(1, "k", gcra(rate_limit::max_rate + 1, 1000ms, 0), 1, false).empty());
-    BOOST_TEST(invalid_rate_arguments(1, "k", gcra(10, 0ms, 5), 1, false) == "period must be positive");
-    BOOST_TEST(!invalid_rate_arguments(1, "k", gcra(10, rate_limit::max_period + 1ms, 0), 1, false).empty());
-    BOOST_TEST(invalid_rate_arguments(1, "k", gcra(10, 1000ms, -1), 1, false) == "burst must not be negative");
-    BOOST_TEST(invalid_rate_arguments(1, "k", gcra(1, std::chrono::hours(24 * 30), 1'000'000), 1, false)
+    BOOST_TEST(invalid_rate_arguments("", ok, 1, false) == "the limiter's key is empty");
+    BOOST_TEST(invalid_rate_arguments("k", gcra(0, 1000ms, 5), 1, false) == "rate must be positive");
+    BOOST_TEST(invalid_rate_arguments("k", gcra(-3, 1000ms, 5), 1, false) == "rate must be positive");
+    BOOST_TEST(!invalid_rate_arguments("k", gcra(rate_limit::max_rate + 1, 1000ms, 0), 1, false).empty());
+    BOOST_TEST(invalid_rate_arguments("k", gcra(10, 0ms, 5), 1, false) == "period must be positive");
+    BOOST_TEST(!invalid_rate_arguments("k", gcra(10, rate_limit::max_period + 1ms, 0), 1, false).empty());
+    BOOST_TEST(invalid_rate_arguments("k", gcra(10, 1000ms, -1), 1, false) == "burst must not be negative");
+    BOOST_TEST(invalid_rate_arguments("k", gcra(1, std::chrono::hours(24 * 30), 1'000'000), 1, false)
                    .starts_with("burst too large"));
-    BOOST_TEST(invalid_rate_arguments(1, "k", ok, 0, false) == "cost must be positive");
-    BOOST_TEST(invalid_rate_arguments(1, "k", ok, -1, false) == "cost must be positive");
+    BOOST_TEST(invalid_rate_arguments("k", ok, 0, false) == "cost must be positive");
+    BOOST_TEST(invalid_rate_arguments("k", ok, -1, false) == "cost must be positive");
 
     auto window = gcra(100, 60'000ms, 0);
     window.strategy = rate_strategy::fixed_window;
-    BOOST_TEST(invalid_rate_arguments(1, "k", window, 100, true).empty());
-    BOOST_TEST(!invalid_rate_arguments(1, "k", window, 101, true).empty());
+    BOOST_TEST(invalid_rate_arguments("k", window, 100, true).empty());
+    BOOST_TEST(!invalid_rate_arguments("k", window, 101, true).empty());
     window.burst = 5;
-    BOOST_TEST(invalid_rate_arguments(1, "k", window, 1, false) ==
+    BOOST_TEST(invalid_rate_arguments("k", window, 1, false) ==
                "burst is for GCRA only: a window's burst is its rate");
     window.burst = 0;
     window.strategy = rate_strategy::sliding_window;
     window.wait = -1ms;
-    BOOST_TEST(invalid_rate_arguments(1, "k", window, 1, false) == "wait must not be negative");
+    BOOST_TEST(invalid_rate_arguments("k", window, 1, false) == "wait must not be negative");
     window.wait = 0ms;
     window.node_timeout = 0ms;
-    BOOST_TEST(invalid_rate_arguments(1, "k", window, 1, false) == "node_timeout must be positive");
+    BOOST_TEST(invalid_rate_arguments("k", window, 1, false) == "node_timeout must be positive");
 }
 
 BOOST_AUTO_TEST_CASE(each_strategy_sends_one_script_call_with_its_keys_in_one_slot)

@@ -1,6 +1,8 @@
-// The rate limiter's calls against a fake node: bad arguments fail before any I/O and never inline, a client of
-// N > 1 nodes is refused, acquire sleeps exactly the retry_after it was told (no polling), gives up at once
-// when the wait cannot cover it, retries failed calls until the wait runs out, and stops when cancelled.
+// The rate limiter's calls against a fake node (a redlock::redis over it): bad arguments fail before any I/O and
+// never inline, a Redlock client does not even compile as a limiter's store, acquire sleeps exactly the retry_after it
+// was told (no polling), gives up at once when the wait cannot cover it, retries failed calls until the wait runs
+// out, a node that never answers fails the call at its deadline, and a call stops promptly when cancelled, while it
+// sleeps or while the node holds its answer.
 #include "common/fakes/fake_rig.hpp"
 
 #include <redlock/rate_limiter.hpp>
@@ -8,6 +10,9 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <type_traits>
 
 namespace {
 
@@ -74,12 +79,12 @@ BOOST_AUTO_TEST_CASE(bad_arguments_fail_with_invalid_argument_before_any_io_and_
         {"cost above burst + 1, waiting", "k", ten_per_second(), 7, true},
         {"burst on a window", "k", with([](rate_limit& l) { l.strategy = rate_strategy::fixed_window; }), 1, false},
     };
-    rig r(1);
+    redis_rig r;
     for (const auto& c : cases) {
         BOOST_TEST_CONTEXT(c.why)
         {
             started_call call;
-            rate_limiter limiter(*r.c, c.key, c.limit);
+            rate_limiter limiter(r.store, c.key, c.limit);
             auto done = [&call](error_code ec, rate_decision d) {
                 call.ec = ec;
                 call.d = d;
@@ -100,25 +105,18 @@ BOOST_AUTO_TEST_CASE(bad_arguments_fail_with_invalid_argument_before_any_io_and_
     BOOST_TEST(r.fakes[0].received().empty());
 }
 
-BOOST_AUTO_TEST_CASE(a_client_of_three_nodes_is_refused_with_the_reason)
-{
-    rig r(3);
-    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
-        rate_limiter limiter(*r.c, "k", ten_per_second());
-        diagnostics diag;
-        auto [ec, d] = co_await limiter.async_try_acquire(1, diag, use);
-        BOOST_TEST(ec == error::invalid_argument);
-        BOOST_TEST(diag.client_message().find("exactly one node") != std::string_view::npos, diag.client_message());
-        for (std::size_t i = 0; i < r.n(); ++i) BOOST_TEST(r.fakes[i].received().empty());
-    });
-}
+// One Redis is one type: a limiter takes a redis; a Redlock client of N nodes, where no rule would be sound
+// (doc/rate-limiting.md, "Over N nodes"), is refused by the compiler rather than at run time.
+static_assert(std::is_constructible_v<rate_limiter, const redis&, std::string, rate_limit>);
+static_assert(!std::is_constructible_v<rate_limiter, const client&, std::string, rate_limit>);
+static_assert(!std::is_convertible_v<const client&, redis>);
 
 BOOST_AUTO_TEST_CASE(try_acquire_answers_a_limited_decision_as_a_success_in_one_call)
 {
-    rig r(1);
+    redis_rig r;
     r.fakes[0].on(script_kind::other, action::reply(decision(1, 0, 250)));
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
-        rate_limiter limiter(*r.c, "k", ten_per_second());
+        rate_limiter limiter(r.store, "k", ten_per_second());
         diagnostics diag;
         auto [ec, d] = co_await limiter.async_try_acquire(1, diag, use);
         BOOST_TEST(!ec, ec.message());
@@ -138,10 +136,10 @@ BOOST_AUTO_TEST_CASE(try_acquire_answers_a_limited_decision_as_a_success_in_one_
 
 BOOST_AUTO_TEST_CASE(acquire_sleeps_the_retry_after_it_was_told_and_asks_once_more)
 {
-    rig r(1);
+    redis_rig r;
     r.fakes[0].on_sequence(script_kind::other, {action::reply(decision(1, 0, 150))}, action::reply(decision(0, 0, -1)));
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
-        rate_limiter limiter(*r.c, "k", ten_per_second());
+        rate_limiter limiter(r.store, "k", ten_per_second());
         const auto start = steady::now();
         auto [ec, d] = co_await limiter.async_acquire(1, use);
         BOOST_TEST(!ec, ec.message());
@@ -153,12 +151,12 @@ BOOST_AUTO_TEST_CASE(acquire_sleeps_the_retry_after_it_was_told_and_asks_once_mo
 
 BOOST_AUTO_TEST_CASE(acquire_gives_up_at_once_when_the_wait_cannot_cover_the_retry_after)
 {
-    rig r(1);
+    redis_rig r;
     r.fakes[0].on(script_kind::other, action::reply(decision(1, 0, 5000)));
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
         auto l = ten_per_second();
         l.wait = 1000ms;
-        rate_limiter limiter(*r.c, "k", l);
+        rate_limiter limiter(r.store, "k", l);
         diagnostics diag;
         const auto start = steady::now();
         auto [ec, d] = co_await limiter.async_acquire(1, diag, use);
@@ -173,12 +171,12 @@ BOOST_AUTO_TEST_CASE(acquire_gives_up_at_once_when_the_wait_cannot_cover_the_ret
 
 BOOST_AUTO_TEST_CASE(a_failed_call_is_retried_until_the_wait_runs_out_then_its_error_is_reported)
 {
-    rig r(1);
+    redis_rig r;
     r.fakes[0].on(script_kind::other, action::fail(error::not_connected));
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
         auto l = ten_per_second();
         l.wait = 250ms;
-        rate_limiter limiter(*r.c, "k", l);
+        rate_limiter limiter(r.store, "k", l);
         const auto start = steady::now();
         auto [ec, d] = co_await limiter.async_acquire(1, use);
         BOOST_TEST(ec == error::not_connected, ec.message());
@@ -190,10 +188,10 @@ BOOST_AUTO_TEST_CASE(a_failed_call_is_retried_until_the_wait_runs_out_then_its_e
 
 BOOST_AUTO_TEST_CASE(a_reply_that_is_not_a_decision_is_a_protocol_error)
 {
-    rig r(1);
+    redis_rig r;
     r.fakes[0].on(script_kind::other, action::reply(integer(1)));
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
-        rate_limiter limiter(*r.c, "k", ten_per_second());
+        rate_limiter limiter(r.store, "k", ten_per_second());
         diagnostics diag;
         auto [ec, d] = co_await limiter.async_try_acquire(1, diag, use);
         BOOST_TEST(ec == error::protocol_error);
@@ -203,12 +201,12 @@ BOOST_AUTO_TEST_CASE(a_reply_that_is_not_a_decision_is_a_protocol_error)
 
 BOOST_AUTO_TEST_CASE(cancelling_a_waiting_acquire_ends_it_promptly)
 {
-    rig r(1);
+    redis_rig r;
     r.fakes[0].on(script_kind::other, action::reply(decision(1, 0, 60'000)));
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
         auto l = ten_per_second();
         l.wait = rate_limit::wait_forever;
-        rate_limiter limiter(*r.c, "k", l);
+        rate_limiter limiter(r.store, "k", l);
         asio::cancellation_signal cancel;
         std::optional<error_code> result;
         limiter.async_acquire(
@@ -221,5 +219,49 @@ BOOST_AUTO_TEST_CASE(cancelling_a_waiting_acquire_ends_it_promptly)
         BOOST_TEST(*result == asio::error::operation_aborted);
         BOOST_TEST(elapsed_ms(start) < 500);
         BOOST_TEST(r.fakes[0].received().size() == 1u);
+    });
+}
+
+BOOST_AUTO_TEST_CASE(a_node_that_never_answers_fails_the_call_with_timeout_after_its_deadline)
+{
+    redis_rig r;
+    r.fakes[0].on(script_kind::other, action::hold());  // ignores the request's deadline, and cancellation too
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        auto l = ten_per_second();
+        l.node_timeout = 100ms;
+        rate_limiter limiter(r.store, "k", l);
+        diagnostics diag;
+        const auto start = steady::now();
+        auto [ec, d] = co_await limiter.async_try_acquire(1, diag, use);
+        BOOST_TEST(ec == error::timeout, ec.message());
+        // The request's deadline plus the fan-out's backstop margin (1 s), not forever.
+        BOOST_TEST(elapsed_ms(start) >= 1100);
+        BOOST_TEST(elapsed_ms(start) < 3000);
+        BOOST_TEST((d == rate_decision{}));
+        BOOST_REQUIRE(diag.nodes().size() == 1u);
+        BOOST_TEST(diag.nodes()[0].node == r.store.name());
+        BOOST_TEST((diag.nodes()[0].what == node_outcome::result::pending));
+    });
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_a_call_the_node_holds_ends_it_promptly)
+{
+    redis_rig r;
+    r.fakes[0].on(script_kind::other, action::hold());
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        rate_limiter limiter(r.store, "k", ten_per_second());
+        for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial}) {
+            asio::cancellation_signal cancel;
+            std::optional<error_code> result;
+            limiter.async_try_acquire(1, asio::bind_cancellation_slot(
+                                             cancel.slot(), r.bind([&](error_code ec, rate_decision) { result = ec; })));
+            BOOST_REQUIRE(co_await eventually([&] { return r.fakes[0].held() == 1u; }));
+            const auto start = steady::now();
+            cancel.emit(type);
+            BOOST_REQUIRE(co_await eventually([&] { return result.has_value(); }, 1000ms));
+            BOOST_TEST(*result == asio::error::operation_aborted);
+            BOOST_TEST(elapsed_ms(start) < 500);
+            BOOST_TEST(r.fakes[0].fail_held(make_error_code(error::closed)));  // the node answers later: ignored
+        }
     });
 }
