@@ -97,7 +97,8 @@ asio::awaitable<void> too_costly(const redlock::redis& limits)
 // [n-nodes]
 // One Redis is one type: a limiter is made from a redis, and a Redlock client of N nodes does not compile as one.
 static_assert(std::is_constructible_v<redlock::rate_limiter, const redlock::redis&, std::string, redlock::rate_limit>);
-static_assert(!std::is_constructible_v<redlock::rate_limiter, const redlock::client&, std::string, redlock::rate_limit>);
+static_assert(
+    !std::is_constructible_v<redlock::rate_limiter, const redlock::client&, std::string, redlock::rate_limit>);
 // [n-nodes]
 
 int main(int argc, char** argv)

@@ -23,8 +23,8 @@
 #include "service.hpp"
 
 #include <redlock/client.hpp>
-#include <redlock/redis.hpp>
 #include <redlock/node_config.hpp>
+#include <redlock/redis.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>

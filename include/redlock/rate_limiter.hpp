@@ -18,8 +18,8 @@ namespace redlock {
 
 namespace detail {
 using rate_handler = boost::asio::any_completion_handler<void(error_code, rate_decision)>;
-void start_rate_acquire(const std::shared_ptr<redis_impl>& store, std::string key, rate_limit limit,
-                        std::int64_t cost, bool wait, diagnostics* diag, rate_handler handler);
+void start_rate_acquire(const std::shared_ptr<redis_impl>& store, std::string key, rate_limit limit, std::int64_t cost,
+                        bool wait, diagnostics* diag, rate_handler handler);
 }  // namespace detail
 
 /// Limits the calls of one subject (`key`: a user, an API token, a job name) across every process that uses the

@@ -13,8 +13,8 @@
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/async_result.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/deferred.hpp>
 
@@ -92,16 +92,15 @@ public:
     /// `routing_key`: a key that every key of `req` shares a hash slot with, which routes the request on a Redis
     /// Cluster (on one server it changes nothing); without it, the request must touch no key or run on a
     /// deployment that is one server.
-    /// Signature: void(error_code), completed as async_connect's. Cancellation: the handler's slot goes to the node; the default node (one
-    /// connection) supports what connection::async_exec does (total, partial, terminal before the request is
-    /// written; partial, terminal after: abandoned); a node that ignores it completes by the request's deadline.
-    /// Lifetime: `req`, `resp` and the characters of `routing_key` must outlive the operation.
+    /// Signature: void(error_code), completed as async_connect's. Cancellation: the handler's slot goes to the node;
+    /// the default node (one connection) supports what connection::async_exec does (total, partial, terminal before the
+    /// request is written; partial, terminal after: abandoned); a node that ignores it completes by the request's
+    /// deadline. Lifetime: `req`, `resp` and the characters of `routing_key` must outlive the operation.
     template <boost::asio::completion_token_for<void(error_code)> Token = boost::asio::deferred_t>
     auto async_exec(const request& req, response& resp, std::string_view routing_key, Token&& token = {}) const
     {
         return boost::asio::async_initiate<Token, void(error_code)>(
-            [impl = impl_, fallback = get_executor()](auto handler, const request* q, response* r,
-                                                      std::string_view k) {
+            [impl = impl_, fallback = get_executor()](auto handler, const request* q, response* r, std::string_view k) {
                 // A handler without an executor of its own completes on ours, whatever the node does.
                 auto ex = boost::asio::get_associated_executor(handler, fallback);
                 detail::start_redis_exec(impl, *q, *r, k, boost::asio::bind_executor(ex, std::move(handler)));

@@ -130,8 +130,8 @@ asio::awaitable<std::shared_ptr<fan_out_state>> node_set::fan_out(std::shared_pt
 }
 
 asio::awaitable<std::shared_ptr<fan_out_state>> fan_out_to_one(node& n, const strand_type& strand,
-                                                                std::shared_ptr<const request> req,
-                                                                std::string routing_key, classify_fn classify)
+                                                               std::shared_ptr<const request> req,
+                                                               std::string routing_key, classify_fn classify)
 {
     const auto deadline = backstop(*req, std::chrono::steady_clock::time_point::max());
     auto state = std::make_shared<fan_out_state>(strand, std::move(req), 1, 1);

@@ -46,8 +46,8 @@ void start_redis_connect(const std::shared_ptr<redis_impl>& impl, diagnostics* d
                          boost::asio::any_completion_handler<void(error_code)> handler)
 {
     if (diag) return impl->deployment().async_connect(*diag, std::move(handler));
-    boost::asio::async_compose<decltype(handler), void(error_code)>(
-        connect_op{impl, std::make_unique<diagnostics>()}, handler, impl->io_executor());
+    boost::asio::async_compose<decltype(handler), void(error_code)>(connect_op{impl, std::make_unique<diagnostics>()},
+                                                                    handler, impl->io_executor());
 }
 
 void start_redis_exec(const std::shared_ptr<redis_impl>& impl, const request& req, response& resp,

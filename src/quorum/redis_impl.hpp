@@ -20,10 +20,7 @@ class redis_impl {
 public:
     /// `deployment` must not be null.
     redis_impl(const boost::asio::any_io_executor& ex, std::shared_ptr<node> deployment)
-        : io_executor_(ex),
-          strand_(make_strand_of(ex)),
-          node_(std::move(deployment)),
-          names_{node_->name()}
+        : io_executor_(ex), strand_(make_strand_of(ex)), node_(std::move(deployment)), names_{node_->name()}
     {}
 
     node& deployment() noexcept { return *node_; }

@@ -61,7 +61,8 @@ public:
     // Each client's deployment: the one node.
     asio::awaitable<void> prepare(bench_driver& d) override
     {
-        for (std::size_t c = 0; c < d.client_count(); ++c) stores_.emplace_back(d.context().get_executor(), o_.nodes.front());
+        for (std::size_t c = 0; c < d.client_count(); ++c)
+            stores_.emplace_back(d.context().get_executor(), o_.nodes.front());
         co_return;
     }
 

@@ -112,7 +112,8 @@ asio::awaitable<int> throttle_session::run()
                       (o_.command.empty() ? std::string() : "; the command was not run"));
         return exit_code::signal_base + interrupted_;
     };
-    report_.detail("throttle '" + o_.key + "' (" + limit_text() + ") on " + store_.name() + ", cost " + std::to_string(o_.cost) + ", wait " +
+    report_.detail("throttle '" + o_.key + "' (" + limit_text() + ") on " + store_.name() + ", cost " +
+                   std::to_string(o_.cost) + ", wait " +
                    (o_.wait ? format_duration(*o_.wait) : std::string("forever")));
 
     // One try must not find the node still connecting (as exec --wait 0); a longer wait retries anyway.

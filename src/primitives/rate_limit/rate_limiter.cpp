@@ -60,8 +60,8 @@ std::tuple<error_code, std::optional<rate_decision>> read_answer(const fan_out_s
     return {error_code{}, d};
 }
 
-asio::awaitable<result> acquire(std::shared_ptr<redis_impl> store, std::string key, rate_limit limit,
-                                std::int64_t cost, bool waits, diagnostics* diag)
+asio::awaitable<result> acquire(std::shared_ptr<redis_impl> store, std::string key, rate_limit limit, std::int64_t cost,
+                                bool waits, diagnostics* diag)
 {
     // Partial, not total: a call the node already ran stays counted (a cancelled acquire may have used room).
     co_await asio::this_coro::reset_cancellation_state(asio::enable_partial_cancellation());
@@ -105,8 +105,8 @@ asio::awaitable<result> acquire(std::shared_ptr<redis_impl> store, std::string k
 
 }  // namespace
 
-void start_rate_acquire(const std::shared_ptr<redis_impl>& store, std::string key, rate_limit limit,
-                        std::int64_t cost, bool wait, diagnostics* diag, rate_handler handler)
+void start_rate_acquire(const std::shared_ptr<redis_impl>& store, std::string key, rate_limit limit, std::int64_t cost,
+                        bool wait, diagnostics* diag, rate_handler handler)
 {
     spawn_op<rate_decision>(store->strand(), store->io_executor(),
                             acquire(store, std::move(key), limit, cost, wait, diag), std::move(handler));

@@ -20,8 +20,8 @@
 #include "service.hpp"
 
 #include <redlock/client.hpp>
-#include <redlock/redis.hpp>
 #include <redlock/mutex.hpp>
+#include <redlock/redis.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>

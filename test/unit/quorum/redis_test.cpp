@@ -45,7 +45,10 @@ static_assert(!std::is_convertible_v<std::shared_ptr<node>, redis>);  // explici
 static_assert(std::is_copy_constructible_v<redis> && std::is_nothrow_move_constructible_v<redis>);
 
 template <class Store>
-concept fenced_write_store = requires(Store& s, const fenced_write& w) { async_fenced_write(s, w); };
+concept fenced_write_store = requires(Store& s, const fenced_write& w)
+{
+    async_fenced_write(s, w);
+};
 static_assert(fenced_write_store<redis>);
 static_assert(fenced_write_store<const redis>);
 static_assert(!fenced_write_store<client>);

@@ -184,8 +184,7 @@ BOOST_AUTO_TEST_CASE(bad_arguments_are_named)
     BOOST_TEST(invalid_rate_arguments("k", window, 100, true).empty());
     BOOST_TEST(!invalid_rate_arguments("k", window, 101, true).empty());
     window.burst = 5;
-    BOOST_TEST(invalid_rate_arguments("k", window, 1, false) ==
-               "burst is for GCRA only: a window's burst is its rate");
+    BOOST_TEST(invalid_rate_arguments("k", window, 1, false) == "burst is for GCRA only: a window's burst is its rate");
     window.burst = 0;
     window.strategy = rate_strategy::sliding_window;
     window.wait = -1ms;

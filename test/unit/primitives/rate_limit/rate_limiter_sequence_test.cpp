@@ -253,8 +253,9 @@ BOOST_AUTO_TEST_CASE(cancelling_a_call_the_node_holds_ends_it_promptly)
         for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial}) {
             asio::cancellation_signal cancel;
             std::optional<error_code> result;
-            limiter.async_try_acquire(1, asio::bind_cancellation_slot(
-                                             cancel.slot(), r.bind([&](error_code ec, rate_decision) { result = ec; })));
+            limiter.async_try_acquire(
+                1, asio::bind_cancellation_slot(cancel.slot(),
+                                                r.bind([&](error_code ec, rate_decision) { result = ec; })));
             BOOST_REQUIRE(co_await eventually([&] { return r.fakes[0].held() == 1u; }));
             const auto start = steady::now();
             cancel.emit(type);
