@@ -26,6 +26,8 @@ void start_client_connect(const std::shared_ptr<client_impl>& impl, diagnostics*
                           boost::asio::any_completion_handler<void(error_code)> handler);
 }  // namespace detail
 
+/// Redlock over N independent deployments: for locks and semaphores. Where one Redis is meant (a rate limiter, a
+/// cache's values, a fenced resource) the API takes a `redis` (redis.hpp) instead, and a client does not compile there.
 /// Owns one node per node_config (by default one connection each); they connect at construction and reconnect
 /// by themselves. Locks and leases made from it keep what they need alive, so the client may be destroyed
 /// before them. Thread safety: every member may be called from any thread.

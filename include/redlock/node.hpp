@@ -2,7 +2,8 @@
 //
 // Today a node is one connection to one Redis server (make_connection_node). A Redis Cluster (slot map, MOVED
 // and ASK redirects, a connection per shard) or a Sentinel-discovered master can take its place without
-// touching the primitives: they only ever see nodes. Tests inject fake nodes through the same seam.
+// touching the primitives: they only ever see nodes. Tests inject fake nodes through the same seam. A client holds
+// one node per Redlock member; a redlock::redis (redis.hpp) is one node behind a handle, where one Redis is meant.
 #pragma once
 
 #include <redlock/connection.hpp>

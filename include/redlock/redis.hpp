@@ -46,9 +46,9 @@ public:
     /// The executor given to the constructor: handlers without an executor of their own complete there.
     using executor_type = boost::asio::any_io_executor;
 
-    /// The deployment of `config`, made by `factory` (default: make_connection_node, one connection). It starts
-    /// connecting now and reconnects by itself; no I/O happens before the constructor returns. Throws
-    /// boost::system::system_error(error::invalid_argument) when the factory makes no node.
+    /// The deployment of `config`, made by `factory` (default: make_connection_node, one connection, which starts
+    /// connecting in the background and reconnects by itself; no I/O happens before the constructor returns).
+    /// Throws boost::system::system_error(error::invalid_argument) when the factory makes no node.
     redis(executor_type ex, node_config config, node_factory factory = {});
     /// A node made elsewhere (a Cluster or Sentinel node, a test's fake). Throws
     /// boost::system::system_error(error::invalid_argument) for a null node.

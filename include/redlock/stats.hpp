@@ -11,7 +11,8 @@
 
 namespace redlock {
 
-/// Counters of one connection since it was created: connection::get_usage(), and node_stats::connection.
+/// Counters of one connection since it was created: connection::get_usage(), redis::get_usage(), and
+/// node_stats::connection.
 struct usage {
     std::uint64_t writes = 0;  ///< socket writes; coalescing makes this far smaller than requests
     std::uint64_t bytes_written = 0;

@@ -11,7 +11,6 @@
 #endif
 
 #include <redlock/cache_guard.hpp>
-#include <redlock/redis.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -72,6 +71,7 @@ public:
         clients = o.clients;
         workers_per_client = o.workers;
         phases = 2;
+        stores = true;
     }
 
     // Each client's guard (its rebuild locks on every node, the values on the first), and every key loaded once:
@@ -79,8 +79,7 @@ public:
     asio::awaitable<void> prepare(bench_driver& d) override
     {
         for (std::size_t c = 0; c < d.client_count(); ++c) {
-            stores_.emplace_back(d.context().get_executor(), o_.nodes.front());
-            guards_.push_back(std::make_unique<cache_guard>(d.client_at(c), stores_.back(),
+            guards_.push_back(std::make_unique<cache_guard>(d.client_at(c), d.store_at(c),
                                                             cache_options{.ttl = std::chrono::hours(1)}));
         }
         cache_loader loader = [] { return load_value(); };
@@ -97,7 +96,7 @@ public:
         const std::string k = key(w.index());
         const auto client = static_cast<std::size_t>(w.index() / o_.workers);
         auto& guard = *guards_[client];
-        auto& store = stores_[client];
+        const auto& store = w.shared_store();
         cache_loader loader = [] { return load_value(); };
         request get;
         get.push("GET", k);
@@ -120,12 +119,6 @@ public:
             w.record(bench_clock::now() - t0);
             w.done();
         }
-    }
-
-    asio::awaitable<void> conclude(bench_driver&) override
-    {
-        for (auto& store : stores_) store.close();
-        co_return;
     }
 
     // JSON: exactly the keys scenario, nodes, clients, workers, value_bytes, hit {ops, ops_per_sec, cpu_us_per_op,
@@ -158,7 +151,6 @@ private:
 
     const bench_options& o_;
     const std::string prefix_;
-    std::vector<redis> stores_;                         // per client: where the values live
     std::vector<std::unique_ptr<cache_guard>> guards_;  // per client
 };
 

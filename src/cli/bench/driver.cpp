@@ -56,6 +56,11 @@ client& bench_worker::shared_client() const noexcept
     return *run_.clients_[static_cast<std::size_t>(index_ / run_.workers_per_client_)];
 }
 
+const redis& bench_worker::shared_store() const noexcept
+{
+    return run_.stores_[static_cast<std::size_t>(index_ / run_.workers_per_client_)];
+}
+
 bool bench_worker::running() const noexcept
 {
     return !run_.stopping_ && bench_clock::now() < run_.end_;
@@ -130,13 +135,17 @@ void bench_driver::finish()
 {
     signals_.cancel();
     for (auto& c : clients_) c->close();
+    for (auto& s : stores_) s.close();
 }
 
 int bench_driver::run(bench_scenario& s)
 {
     workers_per_client_ = s.workers_per_client;
     // They start connecting now.
-    for (int i = 0; i < s.clients; ++i) clients_.push_back(std::make_unique<client>(ctx_.get_executor(), o_.nodes));
+    for (int i = 0; i < s.clients; ++i) {
+        clients_.push_back(std::make_unique<client>(ctx_.get_executor(), o_.nodes));
+        if (s.stores) stores_.emplace_back(ctx_.get_executor(), o_.nodes.front());
+    }
     for (int i = 0; i < s.clients * s.workers_per_client; ++i)
         cancels_.push_back(std::make_unique<asio::cancellation_signal>());
     return run_to_exit_code(ctx_, main(s), "bench");

@@ -11,6 +11,7 @@
 #include <redlock/client.hpp>
 #include <redlock/diagnostics.hpp>
 #include <redlock/error.hpp>
+#include <redlock/redis.hpp>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -65,8 +66,9 @@ public:
 
     int index() const noexcept { return index_; }  // 0 .. clients x workers - 1
     int phase() const noexcept { return phase_; }
-    // Worker i shares client i / W.
+    // Worker i shares client i / W, and its store (bench_scenario::stores).
     client& shared_client() const noexcept;
+    const redis& shared_store() const noexcept;
     // Until the phase's end, or an early stop (a signal, options the library refuses).
     bool running() const noexcept;
     bench_clock::time_point end() const noexcept;
@@ -108,6 +110,9 @@ public:
     int clients = 1;
     int workers_per_client = 0;
     int phases = 1;
+    // Beside each client, the first node as one Redis deployment (a redlock::redis, a connection of its own): for
+    // what lives on one Redis (a rate limiter, a cache's values).
+    bool stores = false;
     // How the messages name what fails: "bench: cannot reach <unreachable>", "bench: cannot <refusal> with these
     // options".
     std::string unreachable = "a quorum of the nodes";
@@ -139,6 +144,7 @@ public:
     const bench_options& options() const noexcept { return o_; }
     boost::asio::io_context& context() noexcept { return ctx_; }
     client& client_at(std::size_t i) { return *clients_.at(i); }
+    const redis& store_at(std::size_t i) const { return stores_.at(i); }
     std::size_t client_count() const noexcept { return clients_.size(); }
     const reporter& report() const noexcept { return report_; }
     // A signal or a refusal ended the run early.
@@ -160,6 +166,7 @@ private:
     reporter report_;
     boost::asio::signal_set signals_;
     std::vector<std::unique_ptr<client>> clients_;
+    std::vector<redis> stores_;  // one per client, when the scenario asks for them
     std::vector<std::unique_ptr<boost::asio::cancellation_signal>> cancels_;  // one per worker
     int workers_per_client_ = 0;
     bench_clock::time_point end_{};

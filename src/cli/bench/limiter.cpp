@@ -6,7 +6,6 @@
 #include "cli/common/duration.hpp"
 
 #include <redlock/rate_limiter.hpp>
-#include <redlock/redis.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -41,6 +40,7 @@ public:
     {
         clients = o.clients;
         workers_per_client = o.workers;
+        stores = true;
         unreachable = "the node";
         refusal = "use the rate limiter";
         limit_.strategy = o.strategy;
@@ -58,18 +58,9 @@ public:
                std::to_string(o_.workers) + " worker(s), " + format_duration(o_.duration) + ", keys " + prefix_ + ":N";
     }
 
-    // Each client's deployment: the one node.
-    asio::awaitable<void> prepare(bench_driver& d) override
-    {
-        for (std::size_t c = 0; c < d.client_count(); ++c)
-            stores_.emplace_back(d.context().get_executor(), o_.nodes.front());
-        co_return;
-    }
-
     asio::awaitable<void> work(bench_worker& w) override
     {
-        const auto& store = stores_[static_cast<std::size_t>(w.index() / o_.workers)];
-        rate_limiter limiter(store, prefix_ + ":" + std::to_string(w.index()), limit_);
+        rate_limiter limiter(w.shared_store(), prefix_ + ":" + std::to_string(w.index()), limit_);
         diagnostics diag;
         while (w.running()) {
             const auto t0 = bench_clock::now();
@@ -90,12 +81,6 @@ public:
         }
     }
 
-    asio::awaitable<void> conclude(bench_driver&) override
-    {
-        for (auto& store : stores_) store.close();
-        co_return;
-    }
-
     std::string output(bench_figures& f, bool json) override
     {
         auto r = per_operation_result("limiter", o_, f);
@@ -108,7 +93,6 @@ private:
     const std::string prefix_;
     rate_limit limit_;
     limiter_totals totals_;
-    std::vector<redis> stores_;  // per client
 };
 
 }  // namespace
