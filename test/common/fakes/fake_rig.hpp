@@ -49,9 +49,10 @@ struct rig {
     }
 };
 
-// One redlock::redis (a deployment: a rate limiter's, a cache's store) over one fake node.
-struct redis_rig {
-    redis_rig() : fakes(fake_nodes(1)), store(ctx.get_executor(), fakes.configs().front(), fakes.factory) {}
+// One redlock::redis (a deployment: a rate limiter's, a cache's store) over one fake node (servers/redis_rig.hpp is
+// the real-server rig of integration tests, a different thing).
+struct fake_redis_rig {
+    fake_redis_rig() : fakes(fake_nodes(1)), store(ctx.get_executor(), fakes.configs().front(), fakes.factory) {}
     boost::asio::io_context ctx;
     fake_cluster fakes;
     redlock::redis store;

@@ -58,7 +58,7 @@ static_assert(!fenced_write_store<connection>);
 
 BOOST_AUTO_TEST_CASE(a_request_reaches_the_node_with_its_routing_key_and_its_replies_come_back)
 {
-    redis_rig r;
+    fake_redis_rig r;
     BOOST_TEST(r.store.name() == "redis://fake:7000");
     r.fake().on(script_kind::other, action::reply(bulk("PONG")));
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
@@ -80,7 +80,7 @@ BOOST_AUTO_TEST_CASE(a_request_reaches_the_node_with_its_routing_key_and_its_rep
 
 BOOST_AUTO_TEST_CASE(requests_run_in_the_order_they_were_issued)
 {
-    redis_rig r;
+    fake_redis_rig r;
     r.fake().on(script_kind::other, action::reply(bulk("OK")));
     std::vector<int> completed;
     std::vector<request> reqs(5);
@@ -123,7 +123,7 @@ BOOST_AUTO_TEST_CASE(a_handler_without_an_executor_completes_on_the_redis_execut
 
 BOOST_AUTO_TEST_CASE(a_connect_reports_the_node_result_with_or_without_diagnostics)
 {
-    redis_rig r;
+    fake_redis_rig r;
     r.fake().on_connect(action::fail(error::auth_failed));
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
         diagnostics diag;
@@ -174,7 +174,7 @@ BOOST_AUTO_TEST_CASE(a_null_node_is_refused_with_invalid_argument)
 
 BOOST_AUTO_TEST_CASE(usage_is_the_node_counters)
 {
-    redis_rig r;
+    fake_redis_rig r;
     const usage u = r.store.get_usage();  // a fake keeps none: zeros, not a failure
     BOOST_TEST(u.requests == 0u);
     BOOST_TEST(u.connects == 0u);

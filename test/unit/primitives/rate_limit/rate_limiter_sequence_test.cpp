@@ -79,7 +79,7 @@ BOOST_AUTO_TEST_CASE(bad_arguments_fail_with_invalid_argument_before_any_io_and_
         {"cost above burst + 1, waiting", "k", ten_per_second(), 7, true},
         {"burst on a window", "k", with([](rate_limit& l) { l.strategy = rate_strategy::fixed_window; }), 1, false},
     };
-    redis_rig r;
+    fake_redis_rig r;
     for (const auto& c : cases) {
         BOOST_TEST_CONTEXT(c.why)
         {
@@ -113,7 +113,7 @@ static_assert(!std::is_convertible_v<const client&, redis>);
 
 BOOST_AUTO_TEST_CASE(try_acquire_answers_a_limited_decision_as_a_success_in_one_call)
 {
-    redis_rig r;
+    fake_redis_rig r;
     r.fakes[0].on(script_kind::other, action::reply(decision(1, 0, 250)));
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
         rate_limiter limiter(r.store, "k", ten_per_second());
@@ -136,7 +136,7 @@ BOOST_AUTO_TEST_CASE(try_acquire_answers_a_limited_decision_as_a_success_in_one_
 
 BOOST_AUTO_TEST_CASE(acquire_sleeps_the_retry_after_it_was_told_and_asks_once_more)
 {
-    redis_rig r;
+    fake_redis_rig r;
     r.fakes[0].on_sequence(script_kind::other, {action::reply(decision(1, 0, 150))}, action::reply(decision(0, 0, -1)));
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
         rate_limiter limiter(r.store, "k", ten_per_second());
@@ -151,7 +151,7 @@ BOOST_AUTO_TEST_CASE(acquire_sleeps_the_retry_after_it_was_told_and_asks_once_mo
 
 BOOST_AUTO_TEST_CASE(acquire_gives_up_at_once_when_the_wait_cannot_cover_the_retry_after)
 {
-    redis_rig r;
+    fake_redis_rig r;
     r.fakes[0].on(script_kind::other, action::reply(decision(1, 0, 5000)));
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
         auto l = ten_per_second();
@@ -171,7 +171,7 @@ BOOST_AUTO_TEST_CASE(acquire_gives_up_at_once_when_the_wait_cannot_cover_the_ret
 
 BOOST_AUTO_TEST_CASE(a_failed_call_is_retried_until_the_wait_runs_out_then_its_error_is_reported)
 {
-    redis_rig r;
+    fake_redis_rig r;
     r.fakes[0].on(script_kind::other, action::fail(error::not_connected));
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
         auto l = ten_per_second();
@@ -188,7 +188,7 @@ BOOST_AUTO_TEST_CASE(a_failed_call_is_retried_until_the_wait_runs_out_then_its_e
 
 BOOST_AUTO_TEST_CASE(a_reply_that_is_not_a_decision_is_a_protocol_error)
 {
-    redis_rig r;
+    fake_redis_rig r;
     r.fakes[0].on(script_kind::other, action::reply(integer(1)));
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
         rate_limiter limiter(r.store, "k", ten_per_second());
@@ -201,7 +201,7 @@ BOOST_AUTO_TEST_CASE(a_reply_that_is_not_a_decision_is_a_protocol_error)
 
 BOOST_AUTO_TEST_CASE(cancelling_a_waiting_acquire_ends_it_promptly)
 {
-    redis_rig r;
+    fake_redis_rig r;
     r.fakes[0].on(script_kind::other, action::reply(decision(1, 0, 60'000)));
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
         auto l = ten_per_second();
@@ -224,7 +224,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_waiting_acquire_ends_it_promptly)
 
 BOOST_AUTO_TEST_CASE(a_node_that_never_answers_fails_the_call_with_timeout_after_its_deadline)
 {
-    redis_rig r;
+    fake_redis_rig r;
     r.fakes[0].on(script_kind::other, action::hold());  // ignores the request's deadline, and cancellation too
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
         auto l = ten_per_second();
@@ -246,7 +246,7 @@ BOOST_AUTO_TEST_CASE(a_node_that_never_answers_fails_the_call_with_timeout_after
 
 BOOST_AUTO_TEST_CASE(cancelling_a_call_the_node_holds_ends_it_promptly)
 {
-    redis_rig r;
+    fake_redis_rig r;
     r.fakes[0].on(script_kind::other, action::hold());
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
         rate_limiter limiter(r.store, "k", ten_per_second());
