@@ -1,8 +1,8 @@
 // "A node": what the quorum layer sends requests to. The seam for Redis Cluster and Sentinel.
 //
-// Today a node is one connection to one Redis server (make_connection_node). A Redis Cluster (slot map, MOVED
-// and ASK redirects, a connection per shard) or a Sentinel-discovered master can take its place without
-// touching the primitives: they only ever see nodes. Tests inject fake nodes through the same seam. A client holds
+// A node is one connection to one Redis server (make_connection_node) or a Redis Cluster (slot map, MOVED and ASK
+// redirects, a connection per master: a redis+cluster:// URL); make_node picks by the configuration. A
+// Sentinel-discovered master can take its place without touching the primitives: they only ever see nodes. Tests inject fake nodes through the same seam. A client holds
 // one node per Redlock member; a redlock::redis (redis.hpp) is one node behind a handle, where one Redis is meant.
 #pragma once
 
@@ -85,7 +85,13 @@ public:
 using node_factory =
     std::function<std::unique_ptr<node>(const boost::asio::any_io_executor& ex, const node_config& config)>;
 
-/// The default node: one pipelined connection (redlock::connection) to the server of `config`.
+/// One pipelined connection (redlock::connection) to the server of `config`.
 std::unique_ptr<node> make_connection_node(const boost::asio::any_io_executor& ex, const node_config& config);
+
+/// The default node, what a client, a redis and the CLI make when given no factory: a Redis Cluster node when
+/// `config.cluster` (a redis+cluster:// or rediss+cluster:// URL: the slot map, one connection per master, each
+/// request routed by its routing key's hash slot, MOVED/ASK/TRYAGAIN/CLUSTERDOWN followed within its deadline; see
+/// doc/connection.md), else make_connection_node.
+std::unique_ptr<node> make_node(const boost::asio::any_io_executor& ex, const node_config& config);
 
 }  // namespace redlock

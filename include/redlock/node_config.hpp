@@ -1,4 +1,5 @@
-// Where a node is and how to talk to it; parsed from a redis:// rediss:// or unix:// URL.
+// Where a node is and how to talk to it; parsed from a redis://, rediss://, unix://, redis+cluster:// or
+// rediss+cluster:// URL.
 #pragma once
 
 #include <redlock/diagnostics.hpp>
@@ -23,6 +24,13 @@ struct tls_options {
     std::string server_name;  ///< name to verify and send as SNI; empty = the URL's host
 };
 
+/// One more member of a Redis Cluster to read the slot map through (a `seed=host:port` of a cluster URL).
+struct cluster_seed {
+    std::string host;
+    std::uint16_t port = 6379;
+    friend bool operator==(const cluster_seed&, const cluster_seed&) = default;
+};
+
 /// Where a node is and how to talk to it. parse_url makes one from a URL; the timeouts and limits may be changed
 /// before it is given to a client or a connection.
 struct node_config {
@@ -38,6 +46,11 @@ struct node_config {
     int db = 0;
     std::string client_name;  ///< sent with HELLO SETNAME when not empty
     tls_options tls;
+    /// A Redis Cluster (redis+cluster://, rediss+cluster://): host and port are one member, `cluster_seeds` more;
+    /// the node reads the slot map through any of them and opens one connection per master, each with these
+    /// settings (auth, TLS, timeouts). False: one server.
+    bool cluster = false;
+    std::vector<cluster_seed> cluster_seeds;
 
     std::chrono::milliseconds connect_timeout{2000};        ///< connect + TLS + HELLO, per attempt
     std::chrono::milliseconds request_timeout{5000};        ///< default deadline of a request
@@ -58,7 +71,10 @@ struct node_config {
     std::string to_string() const;
 };
 
-/// Parses `redis://[user[:password]@]host[:port][/db]`, `rediss://...` (TLS) or `unix:///path/to.sock`.
+/// Parses `redis://[user[:password]@]host[:port][/db]`, `rediss://...` (TLS) or `unix:///path/to.sock`, and a
+/// Redis Cluster as `redis+cluster://[user[:password]@]host[:port][?seed=host:port&seed=...]` or
+/// `rediss+cluster://...` (TLS): `cluster` is true and each `seed` (an IPv6 address bare, `seed=::1:7000`, or in encoded
+/// brackets, `seed=%5B::1%5D:7000`) is one more member to read the slot map through; a Cluster has database 0 only.
 /// Query parameters: `db`, `client_name`, and for TLS `ca_file`, `cert_file`, `key_file`, `verify` (true|false),
 /// `server_name`. Fails with error::invalid_argument; `diag.client_message()` names what is wrong.
 boost::system::result<node_config> parse_url(std::string_view url, diagnostics& diag);

@@ -1,6 +1,6 @@
 // One Redis deployment: what a rate limiter, a cache's values, a Bloom filter and a fenced resource live on.
-// Today a standalone server (one redlock::connection behind the node seam); a Redis Cluster or a
-// Sentinel-managed master is another redlock::node behind the same type.
+// A standalone server (one redlock::connection behind the node seam) or a Redis Cluster (a redis+cluster:// URL);
+// a Sentinel-managed master is another redlock::node behind the same type.
 #pragma once
 
 #include <redlock/diagnostics.hpp>
@@ -35,9 +35,9 @@ void start_redis_exec(const std::shared_ptr<redis_impl>& impl, const request& re
 
 /// One Redis deployment, where "one Redis" is meant: the state of a rate_limiter, a cache_guard's values, a
 /// bloom_filter, the resource of async_fenced_write. A `client` is the other kind: Redlock over N independent
-/// deployments, for locks and semaphores. Behind it is one `node` (node.hpp): by default one connection to a
-/// standalone server (make_connection_node); a Redis Cluster or a Sentinel-managed master is another node, and
-/// everything that takes a `redis` works on it unchanged.
+/// deployments, for locks and semaphores. Behind it is one `node` (node.hpp): by default (make_node) one
+/// connection to a standalone server, or a Redis Cluster node for a redis+cluster:// configuration; a
+/// Sentinel-managed master is another node, and everything that takes a `redis` works on it unchanged.
 /// A cheap handle: copies share one deployment (one connection), and it stays up as long as a copy, or an
 /// object or operation made from one, needs it (as a client's state does); close() closes it now.
 /// Thread safety: every member may be called from any thread.
@@ -46,8 +46,8 @@ public:
     /// The executor given to the constructor: handlers without an executor of their own complete there.
     using executor_type = boost::asio::any_io_executor;
 
-    /// The deployment of `config`, made by `factory` (default: make_connection_node, one connection, which starts
-    /// connecting in the background and reconnects by itself; no I/O happens before the constructor returns).
+    /// The deployment of `config`, made by `factory` (default: make_node: one connection, or a Cluster node, which
+    /// starts connecting in the background and reconnects by itself; no I/O happens before the constructor returns).
     /// Throws boost::system::system_error(error::invalid_argument) when the factory makes no node.
     redis(executor_type ex, node_config config, node_factory factory = {});
     /// A node made elsewhere (a Cluster or Sentinel node, a test's fake). Throws

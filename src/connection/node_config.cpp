@@ -33,19 +33,43 @@ std::optional<bool> to_bool(std::string_view text)
     return std::nullopt;
 }
 
+// A seed's `host:port`, `[v6]:port`; nullopt when it is not one.
+std::optional<cluster_seed> to_seed(std::string_view text)
+{
+    cluster_seed seed;
+    std::string_view port;
+    if (text.starts_with('[')) {
+        const auto close = text.find(']');
+        if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') return std::nullopt;
+        seed.host = text.substr(1, close - 1);
+        port = text.substr(close + 2);
+    } else {
+        // The port is required, so the last colon ends the host, an IPv6 address included (`::1:7000`).
+        const auto colon = text.rfind(':');
+        if (colon == std::string_view::npos) return std::nullopt;
+        seed.host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+    }
+    auto number = to_number(port);
+    if (seed.host.empty() || !number || *number <= 0 || *number > 65535) return std::nullopt;
+    seed.port = static_cast<std::uint16_t>(*number);
+    return seed;
+}
+
 // Fills `out` from the URL; returns what is wrong, or an empty string.
 std::string fill(const boost::urls::url_view& u, node_config& out)
 {
     const std::string scheme = u.scheme();
-    if (scheme == "redis") {
+    if (scheme == "redis" || scheme == "redis+cluster") {
         out.kind = node_config::transport::tcp;
-    } else if (scheme == "rediss") {
+    } else if (scheme == "rediss" || scheme == "rediss+cluster") {
         out.kind = node_config::transport::tls;
     } else if (scheme == "unix") {
         out.kind = node_config::transport::unix_socket;
     } else {
-        return "unknown scheme '" + scheme + "' (expected redis, rediss or unix)";
+        return "unknown scheme '" + scheme + "' (expected redis, rediss, unix, redis+cluster or rediss+cluster)";
     }
+    out.cluster = scheme.ends_with("+cluster");
 
     if (u.has_userinfo()) {
         out.username = u.user();
@@ -93,11 +117,29 @@ std::string fill(const boost::urls::url_view& u, node_config& out)
             auto verify = to_bool(value);
             if (!verify) return "verify='" + value + "' is not true or false";
             out.tls.verify_peer = *verify;
+        } else if (key == "seed" && out.cluster) {
+            auto seed = to_seed(value);
+            if (!seed) return "seed '" + value + "' is not host:port";
+            out.cluster_seeds.push_back(*std::move(seed));
+        } else if (key == "seed") {
+            return "'seed' is a parameter of redis+cluster:// and rediss+cluster:// URLs only";
         } else {
             return "unknown parameter '" + key + "'";
         }
     }
+    // Redis Cluster serves database 0 only (SELECT fails there).
+    if (out.cluster && out.db != 0) return "a Redis Cluster has database 0 only";
     return {};
+}
+
+void append_host_port(std::string& out, const std::string& host, std::uint16_t port)
+{
+    const bool ipv6 = host.find(':') != std::string::npos;
+    if (ipv6) out += '[';
+    out += host;
+    if (ipv6) out += ']';
+    out += ':';
+    out += std::to_string(port);
 }
 
 }  // namespace
@@ -109,10 +151,10 @@ std::string node_config::to_string() const
         case transport::unix_socket:
             return "unix://" + path;
         case transport::tls:
-            out = "rediss://";
+            out = cluster ? "rediss+cluster://" : "rediss://";
             break;
         case transport::tcp:
-            out = "redis://";
+            out = cluster ? "redis+cluster://" : "redis://";
             break;
     }
     // Appends only: g++ 12 at -O3 reports a false -Wrestrict in `"literal" + std::to_string(n)` (libstdc++'s
@@ -121,15 +163,17 @@ std::string node_config::to_string() const
         out += username;
         out += '@';
     }
-    const bool ipv6 = host.find(':') != std::string::npos;
-    if (ipv6) out += '[';
-    out += host;
-    if (ipv6) out += ']';
-    out += ':';
-    out += std::to_string(port);
+    append_host_port(out, host, port);
     if (db != 0) {
         out += '/';
         out += std::to_string(db);
+    }
+    // A query cannot hold brackets unencoded: a seed's IPv6 address goes bare, its last colon before the port.
+    for (std::size_t i = 0; i < cluster_seeds.size(); ++i) {
+        out += i == 0 ? "?seed=" : "&seed=";
+        out += cluster_seeds[i].host;
+        out += ':';
+        out += std::to_string(cluster_seeds[i].port);
     }
     return out;
 }
@@ -142,7 +186,8 @@ boost::system::result<node_config> parse_url(std::string_view url, diagnostics& 
         return make_error_code(error::invalid_argument);
     };
     auto parsed = boost::urls::parse_uri(url);
-    if (!parsed) return fail("not a URL (expected redis://host:port, rediss://host:port or unix:///path)");
+    if (!parsed) return fail(
+            "not a URL (expected redis://host:port, rediss://host:port, unix:///path or redis+cluster://host:port)");
     node_config out;
     if (auto why = fill(*parsed, out); !why.empty()) return fail(std::move(why));
     return out;

@@ -51,7 +51,7 @@ node_set::node_set(const asio::any_io_executor& ex, std::vector<node_config> con
       errors_(std::make_shared<std::vector<std::atomic<std::uint64_t>>>(configs_.size()))
 {
     for (const auto& config : configs_) {
-        nodes_.push_back(factory ? factory(ex, config) : make_connection_node(ex, config));
+        nodes_.push_back(factory ? factory(ex, config) : make_node(ex, config));
         names_.push_back(nodes_.back()->name());
         cross_slot_requests_ = cross_slot_requests_ && nodes_.back()->cross_slot_requests();
     }

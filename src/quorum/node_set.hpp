@@ -61,7 +61,7 @@ struct fan_out_state {
 
 class node_set {
 public:
-    /// Makes one node per configuration with `factory` (make_connection_node when empty).
+    /// Makes one node per configuration with `factory` (make_node when empty).
     node_set(const boost::asio::any_io_executor& ex, std::vector<node_config> configs, const node_factory& factory);
     ~node_set();
     node_set(const node_set&) = delete;

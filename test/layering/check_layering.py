@@ -15,9 +15,10 @@ BELOW = {
     "common": [],
     "resp": ["common"],
     "connection": ["common", "resp"],
-    "quorum": ["common", "resp", "connection"],
-    "primitives/common": ["common", "resp", "connection", "quorum"],
-    "primitives/<x>": ["common", "resp", "connection", "quorum", "primitives/common"],
+    "cluster": ["common", "resp", "connection"],  # a Redis Cluster node: routes over connections
+    "quorum": ["common", "resp", "connection", "cluster"],
+    "primitives/common": ["common", "resp", "connection", "cluster", "quorum"],
+    "primitives/<x>": ["common", "resp", "connection", "cluster", "quorum", "primitives/common"],
     "recipes/<x>": ["common"],  # a recipe composes primitives through their public headers
     "cli": [],  # the redlock tool: the public API only
 }

@@ -70,6 +70,53 @@ BOOST_AUTO_TEST_CASE(malformed_urls_say_what_is_wrong)
     BOOST_TEST(why_invalid("redis://").find("host is missing") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(a_cluster_url_names_one_member_and_more_seeds)
+{
+    auto c = redlock::parse_url("redis+cluster://locker:pw@10.0.0.1:7000?seed=10.0.0.2:7001&seed=db-3.example:7002");
+    BOOST_TEST(c.cluster);
+    BOOST_TEST((c.kind == node_config::transport::tcp));
+    BOOST_TEST(c.host == "10.0.0.1");
+    BOOST_TEST(c.port == 7000);
+    BOOST_TEST(c.username == "locker");
+    BOOST_TEST(c.password == "pw");
+    BOOST_TEST((c.cluster_seeds ==
+                std::vector<redlock::cluster_seed>{{"10.0.0.2", 7001}, {"db-3.example", 7002}}));
+    BOOST_TEST(c.to_string() == "redis+cluster://locker@10.0.0.1:7000?seed=10.0.0.2:7001&seed=db-3.example:7002");
+
+    auto tls = redlock::parse_url("rediss+cluster://cache.example?ca_file=/etc/ca.pem");
+    BOOST_TEST(tls.cluster);
+    BOOST_TEST((tls.kind == node_config::transport::tls));
+    BOOST_TEST(tls.port == 6379);
+    BOOST_TEST(tls.tls.ca_file == "/etc/ca.pem");
+    BOOST_TEST(tls.to_string() == "rediss+cluster://cache.example:6379");
+
+    BOOST_TEST(!redlock::parse_url("redis://h:1").cluster);
+}
+
+BOOST_AUTO_TEST_CASE(cluster_seeds_take_ipv6_bare_or_in_encoded_brackets_and_round_trip)
+{
+    auto c = redlock::parse_url("redis+cluster://[::1]:7000?seed=::1:7001&seed=%5Bfe80::2%5D:7002");
+    BOOST_TEST(c.host == "::1");
+    BOOST_TEST((c.cluster_seeds == std::vector<redlock::cluster_seed>{{"::1", 7001}, {"fe80::2", 7002}}));
+    const auto text = c.to_string();
+    BOOST_TEST(text == "redis+cluster://[::1]:7000?seed=::1:7001&seed=fe80::2:7002");
+    auto again = redlock::parse_url(text);
+    BOOST_TEST(again.host == c.host);
+    BOOST_TEST(again.port == c.port);
+    BOOST_TEST((again.cluster_seeds == c.cluster_seeds));
+}
+
+BOOST_AUTO_TEST_CASE(malformed_cluster_urls_say_what_is_wrong)
+{
+    BOOST_TEST(why_invalid("redis+cluster://h:1?seed=nohost").find("seed 'nohost' is not host:port") !=
+               std::string::npos);
+    BOOST_TEST(why_invalid("redis+cluster://h:1?seed=h:0").find("seed 'h:0'") != std::string::npos);
+    BOOST_TEST(why_invalid("redis+cluster://h:1?seed=:7000").find("seed ':7000'") != std::string::npos);
+    BOOST_TEST(why_invalid("redis+cluster://h:1/2").find("database 0 only") != std::string::npos);
+    BOOST_TEST(why_invalid("redis://h:1?seed=h:2").find("redis+cluster") != std::string::npos);
+    BOOST_TEST(why_invalid("redis+sentinel://h:1").find("unknown scheme 'redis+sentinel'") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(the_throwing_form_carries_the_message)
 {
     try {

@@ -1,0 +1,847 @@
+#include "cluster/cluster_node.hpp"
+
+#include "cluster/asking_request.hpp"
+#include "cluster/refusal.hpp"
+#include "cluster/slot_lane.hpp"
+#include "cluster/slot_map.hpp"
+#include "common/completion.hpp"
+#include "common/key_slot.hpp"
+
+#include <redlock/connection.hpp>
+#include <redlock/detail/access.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <unordered_map>
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+using clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Requests without a routing key share one lane of their own (their keys, if any, span slots: the caller's
+// business), sent to the first master of the map.
+constexpr std::uint32_t keyless_lane = cluster_slots;
+// MOVED and ASK in a row for one request before its refusal is returned as it is: a map that keeps changing
+// under it is a cluster in trouble, not a route to follow forever.
+constexpr unsigned max_redirects = 16;
+constexpr auto first_retry_delay = 10ms;
+constexpr auto max_retry_delay = 500ms;
+constexpr auto periodic_refresh = 30s;
+
+std::chrono::milliseconds jittered(std::chrono::milliseconds base)
+{
+    thread_local std::minstd_rand random(std::random_device{}());
+    std::uniform_int_distribution<std::int64_t> spread(0, std::max<std::int64_t>(base.count() / 4, 1));
+    return base + std::chrono::milliseconds(spread(random));
+}
+
+// The server's words for a member started without cluster support.
+bool says_cluster_disabled(std::string_view text)
+{
+    return text.find("cluster support disabled") != std::string_view::npos;
+}
+
+}  // namespace
+
+/// One master: its address and its pipelined connection.
+struct master_link {
+    master_link(const asio::any_io_executor& ex, node_config config, master_address at)
+        : address(std::move(at)), key(address.text()), conn(ex, std::move(config))
+    {}
+    master_address address;
+    std::string key;  // address.text()
+    connection conn;
+};
+
+/// One async_exec: the caller's request and reply, where it stands, its deadline.
+struct cluster_exec {
+    cluster_exec(const asio::any_io_executor& strand, const request& r, response& out, node::completion handler,
+                 const asio::any_io_executor& io)
+        : req(&r), resp(&out), deadline_timer(strand), completion(std::move(handler), io)
+    {}
+    const request* req;
+    response* resp;
+    std::uint32_t lane = keyless_lane;
+    std::uint64_t seq = 0;
+    clock::time_point deadline;
+    clock::time_point not_before{};
+    asio::steady_timer deadline_timer;
+    std::optional<asio::steady_timer> retry_timer;
+    asio::cancellation_signal cancel;
+    pending_completion<> completion;
+    std::optional<master_address> ask_target;  // the next attempt goes there with ASKING
+    request asking;
+    response asking_resp;
+    bool asked = false;  // the attempt in flight is an ASKING one
+    unsigned redirects = 0;
+    unsigned retries = 0;
+    bool in_flight = false;
+    bool timed_out = false;
+    bool done = false;
+};
+
+/// Everything the node knows, on its strand (but what the mutexes guard, which other threads read).
+class cluster_state : public std::enable_shared_from_this<cluster_state> {
+public:
+    cluster_state(const asio::any_io_executor& ex, const node_config& config)
+        : io_(ex),
+          strand_(make_strand_of(ex)),
+          config_(config),
+          name_(config.to_string()),
+          refresh_timer_(strand_),
+          handler_box_(std::make_shared<handler_box>())
+    {}
+
+    const std::string& name() const { return name_; }
+
+    void start()
+    {
+        asio::post(strand_, [self = shared_from_this()] { self->request_refresh(); });
+    }
+
+    // --- connect ---------------------------------------------------------------------------------------------
+
+    void connect(diagnostics* diag, node::completion handler)
+    {
+        auto done = std::make_shared<pending_completion<>>(std::move(handler), io_);
+        asio::post(strand_, [self = shared_from_this(), diag, done] {
+            if (self->closed_) return done->complete(error::closed);
+            if (!self->map_.empty() && self->all_links_connected()) return done->complete({});
+            self->connect_waiters_.push_back(connect_waiter{diag, done});
+            self->request_refresh();
+        });
+    }
+
+    // --- exec ------------------------------------------------------------------------------------------------
+
+    void exec(const request& req, response& resp, std::string_view routing_key, node::completion handler)
+    {
+        auto op = std::make_shared<cluster_exec>(strand_, req, resp, std::move(handler), io_);
+        op->lane = routing_key.empty() ? keyless_lane : key_slot(routing_key);
+        const auto timeout = req.timeout().count() > 0 ? req.timeout() : config_.request_timeout;
+        op->deadline = clock::now() + timeout;
+        asio::post(strand_, [self = shared_from_this(), op] { self->issue(op); });
+    }
+
+    // --- pub/sub ---------------------------------------------------------------------------------------------
+
+    void subscribe(std::vector<std::string> channels, diagnostics* diag, node::completion handler)
+    {
+        auto done = std::make_shared<pending_completion<>>(std::move(handler), io_);
+        asio::post(strand_, [self = shared_from_this(), channels = std::move(channels), diag, done]() mutable {
+            self->subscribe_on_strand(std::move(channels), diag, done, true);
+        });
+    }
+
+    void unsubscribe(std::vector<std::string> channels, node::completion handler)
+    {
+        auto done = std::make_shared<pending_completion<>>(std::move(handler), io_);
+        asio::post(strand_, [self = shared_from_this(), channels = std::move(channels), done]() mutable {
+            self->unsubscribe_on_strand(std::move(channels), done);
+        });
+    }
+
+    void resubscribe(std::vector<std::string> channels)
+    {
+        asio::post(strand_, [self = shared_from_this(), channels = std::move(channels)] {
+            for (const auto& channel : channels) {
+                auto at = self->channel_homes_.find(channel);
+                if (at != self->channel_homes_.end()) at->second.clear();  // subscribed nowhere now
+            }
+            self->rehome_channels();
+        });
+    }
+
+    void set_message_handler(node::message_handler handler)
+    {
+        auto shared = std::make_shared<const node::message_handler>(std::move(handler));
+        std::lock_guard lock(handler_box_->mutex);
+        handler_box_->handler = std::move(shared);
+    }
+
+    // --- any thread ------------------------------------------------------------------------------------------
+
+    std::uint32_t server_version() const
+    {
+        std::lock_guard lock(links_mutex_);
+        for (const auto& [key, link] : links_) {
+            if (auto version = link->conn.server_version(); version != 0) return version;
+        }
+        return 0;
+    }
+
+    usage get_usage() const
+    {
+        std::lock_guard lock(links_mutex_);
+        usage total = retired_usage_;
+        for (const auto& [key, link] : links_) add(total, link->conn.get_usage());
+        return total;
+    }
+
+    void close()
+    {
+        if (closed_.exchange(true)) return;
+        {
+            std::lock_guard lock(links_mutex_);
+            for (auto& [key, link] : links_) link->conn.close();  // in flight: error::closed
+        }
+        asio::post(strand_, [self = shared_from_this()] { self->close_on_strand(); });
+    }
+
+private:
+    struct handler_box {
+        std::mutex mutex;
+        std::shared_ptr<const node::message_handler> handler;
+    };
+    struct connect_waiter {
+        diagnostics* diag;
+        std::shared_ptr<pending_completion<>> done;
+    };
+    using op_ptr = std::shared_ptr<cluster_exec>;
+
+    static void add(usage& total, const usage& u)
+    {
+        total.writes += u.writes;
+        total.bytes_written += u.bytes_written;
+        total.bytes_read += u.bytes_read;
+        total.requests += u.requests;
+        total.replies += u.replies;
+        total.pushes += u.pushes;
+        total.abandoned += u.abandoned;
+        total.connects += u.connects;
+        total.disconnects += u.disconnects;
+        total.resubscribes += u.resubscribes;
+        total.subscribe_refusals += u.subscribe_refusals;
+    }
+
+    // --- links -----------------------------------------------------------------------------------------------
+
+    node_config config_of(const master_address& address) const
+    {
+        node_config c = config_;
+        c.host = address.host;
+        c.port = address.port;
+        c.cluster = false;
+        c.cluster_seeds.clear();
+        return c;
+    }
+
+    std::shared_ptr<master_link> find_link(const std::string& key) const
+    {
+        std::lock_guard lock(links_mutex_);
+        auto at = links_.find(key);
+        return at == links_.end() ? nullptr : at->second;
+    }
+
+    // The link to `address`, opened when there is none (a master learnt from the map or a redirect).
+    std::shared_ptr<master_link> link_to(const master_address& address)
+    {
+        const auto key = address.text();
+        if (auto link = find_link(key)) return link;
+        auto link = std::make_shared<master_link>(io_, config_of(address), address);
+        link->conn.set_message_handler([box = handler_box_](std::string_view channel, std::string_view payload) {
+            std::shared_ptr<const node::message_handler> handler;
+            {
+                std::lock_guard lock(box->mutex);
+                handler = box->handler;
+            }
+            if (handler && *handler) (*handler)(channel, payload);
+        });
+        link->conn.async_connect([](error_code) {});  // it keeps reconnecting on its own
+        std::lock_guard lock(links_mutex_);
+        if (closed_) link->conn.close();
+        links_.emplace(key, link);
+        return link;
+    }
+
+    // Closes the links to servers that are no master in the map any more; requests in flight there keep theirs.
+    void drop_links_outside(const slot_map& map)
+    {
+        std::vector<std::shared_ptr<master_link>> dropped;
+        {
+            std::lock_guard lock(links_mutex_);
+            for (auto at = links_.begin(); at != links_.end();) {
+                const bool master = std::find(map.masters().begin(), map.masters().end(), at->second->address) !=
+                                    map.masters().end();
+                if (master) {
+                    ++at;
+                    continue;
+                }
+                add(retired_usage_, at->second->conn.get_usage());
+                dropped.push_back(at->second);
+                at = links_.erase(at);
+            }
+        }
+        // A request still in flight there holds the link; it completes, then the connection goes with it.
+        for (auto& link : dropped) {
+            if (link.use_count() == 1) link->conn.close();
+        }
+    }
+
+    bool all_links_connected() const
+    {
+        std::lock_guard lock(links_mutex_);
+        return std::all_of(links_.begin(), links_.end(),
+                           [](const auto& entry) { return entry.second->conn.state() == connection_state::connected; });
+    }
+
+    // The master a request of `lane` goes to now, or null when no map is known yet.
+    std::shared_ptr<master_link> owner_of(std::uint32_t lane)
+    {
+        if (map_.empty()) return nullptr;
+        const master_address* owner = lane == keyless_lane ? nullptr : map_.owner(static_cast<std::uint16_t>(lane));
+        // An uncovered slot goes to any master, which answers CLUSTERDOWN: the server's own words for it.
+        if (owner == nullptr) owner = &map_.masters().front();
+        return link_to(*owner);
+    }
+
+    // --- requests --------------------------------------------------------------------------------------------
+
+    void issue(const op_ptr& op)
+    {
+        if (closed_) return finish(op, error::closed);
+        op->seq = next_seq_++;
+        op->deadline_timer.expires_at(op->deadline);
+        op->deadline_timer.async_wait([weak = weak_from_this(), op](error_code ec) {
+            if (auto self = weak.lock(); self && !ec) self->on_deadline(op);
+        });
+        lanes_[op->lane].wait(op->seq, op);
+        pump(op->lane);
+    }
+
+    // Sends what lane `id` may send now, in issue order.
+    void pump(std::uint32_t id)
+    {
+        auto at = lanes_.find(id);
+        if (at == lanes_.end()) return;
+        auto& lane = at->second;
+        while (lane.has_waiting()) {
+            auto& op = lane.front();
+            const auto now = clock::now();
+            if (op->not_before > now) {
+                wake_at(op, op->not_before);
+                break;
+            }
+            auto link = op->ask_target ? link_to(*op->ask_target) : owner_of(id);
+            if (!link) {
+                request_refresh();  // no map yet: the refresh pumps every lane when it has one
+                break;
+            }
+            if (!lane.may_send_to(link->key)) break;  // earlier requests are in flight at another master
+            lane.sent_to(link->key);
+            send(lane.take_front(), link);
+        }
+        if (lane.idle()) lanes_.erase(at);
+    }
+
+    void wake_at(const op_ptr& op, clock::time_point when)
+    {
+        if (op->retry_timer) return;  // already set for its not_before
+        op->retry_timer.emplace(strand_, when);
+        op->retry_timer->async_wait([weak = weak_from_this(), op](error_code ec) {
+            op->retry_timer.reset();
+            if (auto self = weak.lock(); self && !ec && !op->done) self->pump(op->lane);
+        });
+    }
+
+    void send(const op_ptr& op, const std::shared_ptr<master_link>& link)
+    {
+        op->in_flight = true;
+        op->asked = op->ask_target.has_value();
+        op->ask_target.reset();  // ASK holds for one attempt
+        auto on_answer = asio::bind_cancellation_slot(
+            op->cancel.slot(),
+            asio::bind_executor(strand_, [self = shared_from_this(), op, link](error_code ec) {
+                self->on_answer(op, *link, ec);
+            }));
+        if (op->asked) {
+            op->asking = asking_request(*op->req);
+            link->conn.async_exec(op->asking, op->asking_resp, std::move(on_answer));
+        } else {
+            link->conn.async_exec(*op->req, *op->resp, std::move(on_answer));
+        }
+    }
+
+    void on_answer(const op_ptr& op, const master_link& link, error_code ec)
+    {
+        op->in_flight = false;
+        if (auto at = lanes_.find(op->lane); at != lanes_.end()) at->second.answered();
+        if (op->asked) {
+            // ASKING's own reply first, then the request's.
+            op->resp->assign(std::make_move_iterator(op->asking_resp.begin() + (op->asking_resp.empty() ? 0 : 1)),
+                             std::make_move_iterator(op->asking_resp.end()));
+            op->asking_resp.clear();
+        }
+        if (op->timed_out) {
+            finish(op, error::timeout);
+        } else if (closed_) {
+            finish(op, error::closed);
+        } else if (!retry_after(op, link, ec)) {
+            finish(op, ec);
+        }
+        pump(op->lane);
+    }
+
+    // Whether `op`'s outcome `ec` at `link` is a refusal to follow; if so, queues it again.
+    bool retry_after(const op_ptr& op, const master_link& link, error_code ec)
+    {
+        std::optional<cluster_refusal> refusal;
+        if (ec == error::server_error) refusal = read_refusal(*op->resp, link.address.host);
+        auto now = clock::now();
+        if (refusal) {
+            switch (refusal->what) {
+                case cluster_refusal::kind::moved:
+                    if (++op->redirects > max_redirects) return false;
+                    map_.assign(refusal->slot, refusal->target);  // right away; the full read follows
+                    request_refresh();
+                    op->not_before = now;
+                    break;
+                case cluster_refusal::kind::ask:
+                    if (++op->redirects > max_redirects) return false;
+                    op->ask_target = refusal->target;
+                    op->not_before = now;
+                    break;
+                case cluster_refusal::kind::cluster_down:
+                    request_refresh();
+                    [[fallthrough]];
+                case cluster_refusal::kind::try_again:
+                    op->not_before = now + backoff(op->retries++);
+                    break;
+            }
+        } else if (ec == error::not_connected) {
+            // Never sent: its master is down. A failover gives the slot to a replica; the map will say which.
+            request_refresh();
+            op->not_before = now + backoff(op->retries++);
+        } else {
+            // connection_lost: it may have run, so the caller decides; the map may have changed under it.
+            if (ec == error::connection_lost) request_refresh();
+            return false;
+        }
+        // A retry that cannot start before the deadline: the refusal is the answer.
+        if (op->not_before >= op->deadline) return false;
+        lanes_[op->lane].wait(op->seq, op);
+        return true;
+    }
+
+    std::chrono::milliseconds backoff(unsigned retries) const
+    {
+        auto delay = first_retry_delay * (1u << std::min(retries, 8u));
+        return jittered(std::min({delay, max_retry_delay, std::max(config_.reconnect_max_delay, first_retry_delay)}));
+    }
+
+    void on_deadline(const op_ptr& op)
+    {
+        if (op->done) return;
+        if (op->in_flight) {
+            // The connection completes it promptly (removed, or abandoned once written); it keeps `req` and
+            // `resp` until then, so the caller's completion waits for that.
+            op->timed_out = true;
+            op->cancel.emit(asio::cancellation_type::terminal);
+            return;
+        }
+        if (auto at = lanes_.find(op->lane); at != lanes_.end()) at->second.remove(op);
+        finish(op, error::timeout);
+        pump(op->lane);
+    }
+
+    void finish(const op_ptr& op, error_code ec)
+    {
+        if (op->done) return;
+        op->done = true;
+        op->deadline_timer.cancel();
+        if (op->retry_timer) op->retry_timer->cancel();
+        op->completion.complete(ec);
+    }
+
+    // --- the slot map ----------------------------------------------------------------------------------------
+
+    void request_refresh()
+    {
+        if (closed_) return;
+        if (refreshing_) {
+            refresh_again_ = true;  // what the running read sees may predate the cause of this one
+            return;
+        }
+        refreshing_ = true;
+        asio::co_spawn(strand_, refresh(), [self = shared_from_this()](std::exception_ptr failure) {
+            self->refreshing_ = false;
+            if (failure) self->refresh_failed(error::protocol_error, "reading the slot map failed");
+            if (self->refresh_again_) {
+                self->refresh_again_ = false;
+                self->request_refresh();
+            }
+        });
+    }
+
+    // Members to read the map through: the masters whose connections are up, then the URL's host and its seeds,
+    // then the other masters (a killed master's connection would only wait for its next attempt).
+    std::vector<master_address> map_sources() const
+    {
+        std::vector<master_address> out;
+        auto add_source = [&out](const master_address& a) {
+            if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+        };
+        for (const auto& master : map_.masters()) {
+            auto link = find_link(master.text());
+            if (link && link->conn.state() == connection_state::connected) add_source(master);
+        }
+        add_source({config_.host, config_.port});
+        for (const auto& seed : config_.cluster_seeds) add_source({seed.host, seed.port});
+        for (const auto& master : map_.masters()) add_source(master);
+        return out;
+    }
+
+    asio::awaitable<void> refresh()
+    {
+        error_code last = error::not_connected;
+        std::string why;
+        bool not_a_cluster = false;
+        std::optional<slot_map> read;
+        for (const auto& source : map_sources()) {
+            // A master's own connection when it is up; else one for this read only, which fails fast.
+            auto link = find_link(source.text());
+            if (link && link->conn.state() != connection_state::connected) link.reset();
+            std::optional<connection> temporary;
+            connection* conn = link ? &link->conn : nullptr;
+            if (conn == nullptr) {
+                auto c = config_of(source);
+                c.reconnect = false;
+                temporary.emplace(io_, c);
+                conn = &*temporary;
+            }
+            diagnostics diag;
+            auto [connect_ec] = co_await conn->async_connect(diag, asio::as_tuple(asio::use_awaitable));
+            if (connect_ec) {
+                last = connect_ec;
+                why = source.text() + ": " + std::string(diag.message().empty() ? connect_ec.message() : diag.message());
+                continue;
+            }
+            request req;
+            const bool shards = conn->server_version() == 0 || conn->server_version() >= 70000;
+            req.push("CLUSTER", shards ? "SHARDS" : "SLOTS");
+            req.set_timeout(config_.request_timeout);
+            response resp;
+            auto [ec] = co_await conn->async_exec(req, resp, asio::as_tuple(asio::use_awaitable));
+            if (temporary) temporary->close();
+            if (closed_) co_return;
+            const auto text = resp.empty() ? std::string_view() : resp.front().error_text();
+            if (says_cluster_disabled(text)) {
+                not_a_cluster = true;
+                last = error::invalid_argument;
+                why = source.text() + " is not a Redis Cluster member (cluster support disabled): check the URL's "
+                                      "redis+cluster:// scheme and its seeds";
+                break;  // a wrong URL, not a member that is down
+            }
+            if (ec || resp.empty()) {
+                last = ec ? ec : error_code(error::protocol_error);
+                why = source.text() + ": CLUSTER " + (shards ? "SHARDS" : "SLOTS") + " failed" +
+                      (text.empty() ? std::string() : ": " + std::string(text));
+                continue;
+            }
+            const slot_map_source how{source.host, config_.kind == node_config::transport::tls};
+            read = shards ? read_cluster_shards(resp.front(), how, why) : read_cluster_slots(resp.front(), how, why);
+            if (read) break;
+            last = error::protocol_error;
+            why = source.text() + ": " + why;
+        }
+        if (closed_) co_return;
+        if (!read) {
+            if (not_a_cluster) map_ = slot_map{};
+            refresh_failed(last, why);
+            co_return;
+        }
+        apply(*std::move(read));
+        if (!connect_waiters_.empty()) co_await connect_links();
+    }
+
+    void apply(slot_map map)
+    {
+        const bool changed = !(map == map_);
+        map_ = std::move(map);
+        for (const auto& master : map_.masters()) link_to(master);
+        drop_links_outside(map_);
+        refresh_failures_ = 0;
+        schedule_refresh(jittered(periodic_refresh));
+        std::vector<std::uint32_t> waiting;
+        for (const auto& [id, lane] : lanes_) waiting.push_back(id);
+        for (auto id : waiting) pump(id);
+        if (changed) rehome_channels();
+    }
+
+    // The connect waiters' answer: every master's connection up, or the first that is not, with its text.
+    asio::awaitable<void> connect_links()
+    {
+        std::vector<std::shared_ptr<master_link>> links;
+        for (const auto& master : map_.masters()) links.push_back(link_to(master));
+        error_code failed;
+        std::string why;
+        for (auto& link : links) {
+            diagnostics diag;
+            auto [ec] = co_await link->conn.async_connect(diag, asio::as_tuple(asio::use_awaitable));
+            if (ec && !failed) {
+                failed = ec;
+                why = "master " + link->key + ": " + std::string(diag.message().empty() ? ec.message() : diag.message());
+            }
+        }
+        complete_connect_waiters(failed, why);
+    }
+
+    void refresh_failed(error_code ec, const std::string& why)
+    {
+        complete_connect_waiters(ec, why);
+        if (map_.empty()) {
+            // Nothing to route by: requests waiting for a first map fail as a connection's do when it is down.
+            std::vector<std::uint32_t> ids;
+            for (auto& [id, lane] : lanes_) ids.push_back(id);
+            for (auto id : ids) {
+                auto& lane = lanes_[id];
+                lane.drain([&](const op_ptr& op) { finish(op, ec == error::invalid_argument ? ec : error::not_connected); });
+                if (lane.idle()) lanes_.erase(id);
+            }
+        }
+        auto delay = config_.reconnect_min_delay * (1 << std::min(refresh_failures_++, 10));
+        schedule_refresh(std::min(delay, std::max(config_.reconnect_max_delay, config_.reconnect_min_delay)));
+    }
+
+    void complete_connect_waiters(error_code ec, const std::string& why)
+    {
+        auto waiters = std::move(connect_waiters_);
+        connect_waiters_.clear();
+        for (auto& w : waiters) {
+            if (w.diag != nullptr) {
+                w.diag->clear();
+                if (ec) access::set_client_message(*w.diag, name_ + ": " + why);
+            }
+            w.done->complete(ec);
+        }
+    }
+
+    void schedule_refresh(std::chrono::milliseconds after)
+    {
+        if (closed_) return;
+        refresh_timer_.expires_after(after);
+        refresh_timer_.async_wait([weak = weak_from_this()](error_code ec) {
+            if (auto self = weak.lock(); self && !ec) self->request_refresh();
+        });
+    }
+
+    // --- subscriptions ---------------------------------------------------------------------------------------
+
+    void subscribe_on_strand(std::vector<std::string> channels, diagnostics* diag,
+                             std::shared_ptr<pending_completion<>> done, bool wait_for_map)
+    {
+        if (closed_) return done->complete(error::closed);
+        if (channels.empty()) return done->complete(error::invalid_argument);
+        auto link = owner_of(key_slot(channels.front()));
+        if (!link) {
+            if (!wait_for_map) return done->complete(error::not_connected);
+            // No map yet: subscribe once the first read ends, successful or not.
+            connect_waiters_.push_back(connect_waiter{
+                nullptr, std::make_shared<pending_completion<>>(
+                             asio::bind_executor(strand_,
+                                                 [self = shared_from_this(), channels, diag, done](error_code) mutable {
+                                                     self->subscribe_on_strand(std::move(channels), diag, done, false);
+                                                 }),
+                             strand_)});
+            return request_refresh();
+        }
+        link->conn.async_subscribe(
+            channels, *diag,
+            asio::bind_executor(strand_, [self = shared_from_this(), channels, key = link->key, done](error_code ec) {
+                if (!ec) {
+                    for (const auto& channel : channels) self->channel_homes_[channel] = key;
+                }
+                done->complete(ec);
+            }));
+    }
+
+    void unsubscribe_on_strand(std::vector<std::string> channels, std::shared_ptr<pending_completion<>> done)
+    {
+        if (closed_) return done->complete(error::closed);
+        if (channels.empty()) return done->complete(error::invalid_argument);
+        std::map<std::string, std::vector<std::string>> by_home;
+        for (auto& channel : channels) {
+            auto at = channel_homes_.find(channel);
+            std::string home = at != channel_homes_.end() ? at->second : std::string();
+            if (at != channel_homes_.end()) channel_homes_.erase(at);
+            if (home.empty()) {
+                if (auto owner = owner_of(key_slot(channel))) home = owner->key;  // confirmed there if never subscribed
+            }
+            if (!home.empty()) by_home[home].push_back(std::move(channel));
+        }
+        struct gather {
+            std::size_t left;
+            error_code first;
+            std::shared_ptr<pending_completion<>> done;
+        };
+        auto all = std::make_shared<gather>(gather{by_home.size(), {}, done});
+        if (by_home.empty()) return done->complete({});
+        for (auto& [home, group] : by_home) {
+            auto link = find_link(home);
+            auto one_done = asio::bind_executor(strand_, [all](error_code ec) {
+                if (ec && !all->first) all->first = ec;
+                if (--all->left == 0) all->done->complete(all->first);
+            });
+            if (!link) {
+                asio::post(strand_, [one_done]() mutable { one_done(error_code{}); });  // that master is gone
+                continue;
+            }
+            link->conn.async_unsubscribe(std::move(group), std::move(one_done));
+        }
+    }
+
+    // Subscribes each held channel at its slot's master where it is not subscribed there (a new map moved its
+    // slot, or its master dropped it), and unsubscribes it where it was.
+    void rehome_channels()
+    {
+        if (closed_ || map_.empty()) return;
+        std::map<std::string, std::vector<std::string>> to_subscribe;    // by new home
+        std::map<std::string, std::vector<std::string>> to_unsubscribe;  // by old home
+        for (auto& [channel, home] : channel_homes_) {
+            auto owner = owner_of(key_slot(channel));
+            if (!owner || owner->key == home) continue;
+            if (!home.empty()) to_unsubscribe[home].push_back(channel);
+            to_subscribe[owner->key].push_back(channel);
+            home.clear();  // nowhere until the new master confirms
+        }
+        for (auto& [home, group] : to_unsubscribe) {
+            if (auto link = find_link(home)) link->conn.async_unsubscribe(std::move(group), [](error_code) {});
+        }
+        for (auto& [home, group] : to_subscribe) {
+            auto link = find_link(home);
+            if (!link) continue;
+            auto diag = std::make_shared<diagnostics>();
+            link->conn.async_subscribe(
+                group, *diag,
+                asio::bind_executor(strand_, [self = shared_from_this(), group, home, diag](error_code ec) {
+                    if (ec) return self->request_refresh();  // the next map tries them again
+                    for (const auto& channel : group) {
+                        // Unsubscribed meanwhile: the caller no longer wants it.
+                        auto at = self->channel_homes_.find(channel);
+                        if (at != self->channel_homes_.end()) at->second = home;
+                    }
+                }));
+        }
+    }
+
+    // --- close -----------------------------------------------------------------------------------------------
+
+    void close_on_strand()
+    {
+        refresh_timer_.cancel();
+        complete_connect_waiters(error::closed, "closed");
+        for (auto& [id, lane] : lanes_) lane.drain([&](const op_ptr& op) { finish(op, error::closed); });
+        // In flight: their connections, closed, complete them with error::closed.
+        std::erase_if(lanes_, [](const auto& entry) { return entry.second.idle(); });
+    }
+
+    asio::any_io_executor io_;
+    strand_type strand_;
+    node_config config_;
+    std::string name_;
+    std::atomic<bool> closed_{false};
+
+    slot_map map_;
+    std::unordered_map<std::uint32_t, slot_lane<op_ptr>> lanes_;
+    std::uint64_t next_seq_ = 0;
+
+    bool refreshing_ = false;
+    bool refresh_again_ = false;
+    int refresh_failures_ = 0;
+    asio::steady_timer refresh_timer_;
+    std::vector<connect_waiter> connect_waiters_;
+
+    mutable std::mutex links_mutex_;  // links_ and retired_usage_: read by get_usage and server_version
+    std::map<std::string, std::shared_ptr<master_link>> links_;
+    usage retired_usage_;
+
+    std::shared_ptr<handler_box> handler_box_;
+    std::map<std::string, std::string> channel_homes_;  // channel -> the link it is subscribed at ("" = nowhere)
+};
+
+cluster_node::cluster_node(const asio::any_io_executor& ex, const node_config& config)
+    : state_(std::make_shared<cluster_state>(ex, config))
+{
+    state_->start();
+}
+
+cluster_node::~cluster_node()
+{
+    state_->close();
+}
+
+std::string cluster_node::name() const
+{
+    return state_->name();
+}
+
+void cluster_node::async_connect(diagnostics& diag, completion handler)
+{
+    state_->connect(&diag, std::move(handler));
+}
+
+void cluster_node::async_exec(const request& req, response& resp, std::string_view routing_key, completion handler)
+{
+    state_->exec(req, resp, routing_key, std::move(handler));
+}
+
+void cluster_node::async_subscribe(std::vector<std::string> channels, diagnostics& diag, completion handler)
+{
+    state_->subscribe(std::move(channels), &diag, std::move(handler));
+}
+
+void cluster_node::async_unsubscribe(std::vector<std::string> channels, completion handler)
+{
+    state_->unsubscribe(std::move(channels), std::move(handler));
+}
+
+void cluster_node::set_message_handler(message_handler handler)
+{
+    state_->set_message_handler(std::move(handler));
+}
+
+std::uint32_t cluster_node::server_version() const
+{
+    return state_->server_version();
+}
+
+usage cluster_node::get_usage() const
+{
+    return state_->get_usage();
+}
+
+void cluster_node::close()
+{
+    state_->close();
+}
+
+void cluster_node::resubscribe_channels(std::vector<std::string> channels)
+{
+    state_->resubscribe(std::move(channels));
+}
+
+std::unique_ptr<node> make_cluster_node(const asio::any_io_executor& ex, const node_config& config)
+{
+    return std::make_unique<cluster_node>(ex, config);
+}
+
+}  // namespace redlock::detail
