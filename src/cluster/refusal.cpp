@@ -33,8 +33,13 @@ std::optional<cluster_refusal> read_refusal(std::string_view error_text, std::st
 {
     auto word_end = error_text.find(' ');
     const auto word = error_text.substr(0, word_end);
-    if (word == "TRYAGAIN") return cluster_refusal{.what = cluster_refusal::kind::try_again};
-    if (word == "CLUSTERDOWN") return cluster_refusal{.what = cluster_refusal::kind::cluster_down};
+    auto retry_later = [](cluster_refusal::kind what) {
+        cluster_refusal r;
+        r.what = what;
+        return r;
+    };
+    if (word == "TRYAGAIN") return retry_later(cluster_refusal::kind::try_again);
+    if (word == "CLUSTERDOWN") return retry_later(cluster_refusal::kind::cluster_down);
     if (word != "MOVED" && word != "ASK") return std::nullopt;
     if (word_end == std::string_view::npos) return std::nullopt;
     auto rest = error_text.substr(word_end + 1);
