@@ -2,8 +2,9 @@
 //
 // A node is one connection to one Redis server (make_connection_node) or a Redis Cluster (slot map, MOVED and ASK
 // redirects, a connection per master: a redis+cluster:// URL); make_node picks by the configuration. A
-// Sentinel-discovered master can take its place without touching the primitives: they only ever see nodes. Tests inject fake nodes through the same seam. A client holds
-// one node per Redlock member; a redlock::redis (redis.hpp) is one node behind a handle, where one Redis is meant.
+// Sentinel-discovered master can take its place without touching the primitives: they only ever see nodes. Tests inject
+// fake nodes through the same seam. A client holds one node per Redlock member; a redlock::redis (redis.hpp) is one
+// node behind a handle, where one Redis is meant.
 #pragma once
 
 #include <redlock/connection.hpp>

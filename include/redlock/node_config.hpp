@@ -73,9 +73,9 @@ struct node_config {
 
 /// Parses `redis://[user[:password]@]host[:port][/db]`, `rediss://...` (TLS) or `unix:///path/to.sock`, and a
 /// Redis Cluster as `redis+cluster://[user[:password]@]host[:port][?seed=host:port&seed=...]` or
-/// `rediss+cluster://...` (TLS): `cluster` is true and each `seed` (an IPv6 address bare, `seed=::1:7000`, or in encoded
-/// brackets, `seed=%5B::1%5D:7000`) is one more member to read the slot map through; a Cluster has database 0 only.
-/// Query parameters: `db`, `client_name`, and for TLS `ca_file`, `cert_file`, `key_file`, `verify` (true|false),
+/// `rediss+cluster://...` (TLS): `cluster` is true and each `seed` (an IPv6 address bare, `seed=::1:7000`, or in
+/// encoded brackets, `seed=%5B::1%5D:7000`) is one more member to read the slot map through; a Cluster has database 0
+/// only. Query parameters: `db`, `client_name`, and for TLS `ca_file`, `cert_file`, `key_file`, `verify` (true|false),
 /// `server_name`. Fails with error::invalid_argument; `diag.client_message()` names what is wrong.
 boost::system::result<node_config> parse_url(std::string_view url, diagnostics& diag);
 

@@ -1,5 +1,4 @@
 #include "cluster/asking_request.hpp"
-
 #include "resp/reader.hpp"
 
 #include <algorithm>
@@ -26,8 +25,8 @@ request asking_request(const request& req)
     while (auto command = reader.next(ec)) {
         if (command->elements.empty()) continue;
         const auto reply_index = out.expected_replies() - 1;  // in `req`, without ASKING
-        auto call = std::find_if(scripts.begin(), scripts.end(),
-                                 [&](const auto& c) { return c.reply_index == reply_index; });
+        auto call =
+            std::find_if(scripts.begin(), scripts.end(), [&](const auto& c) { return c.reply_index == reply_index; });
         if (call != scripts.end() && command->elements.front().text == "EVALSHA" && !call->params.empty()) {
             const auto keys = static_cast<std::size_t>(std::stoul(call->params.front()));
             const auto keys_end = call->params.begin() + 1 + static_cast<std::ptrdiff_t>(keys);

@@ -1,6 +1,5 @@
-#include "cluster/cluster_node.hpp"
-
 #include "cluster/asking_request.hpp"
+#include "cluster/cluster_node.hpp"
 #include "cluster/refusal.hpp"
 #include "cluster/slot_lane.hpp"
 #include "cluster/slot_map.hpp"
@@ -280,8 +279,8 @@ private:
         {
             std::lock_guard lock(links_mutex_);
             for (auto at = links_.begin(); at != links_.end();) {
-                const bool master = std::find(map.masters().begin(), map.masters().end(), at->second->address) !=
-                                    map.masters().end();
+                const bool master =
+                    std::find(map.masters().begin(), map.masters().end(), at->second->address) != map.masters().end();
                 if (master) {
                     ++at;
                     continue;
@@ -369,8 +368,7 @@ private:
         op->asked = op->ask_target.has_value();
         op->ask_target.reset();  // ASK holds for one attempt
         auto on_answer = asio::bind_cancellation_slot(
-            op->cancel.slot(),
-            asio::bind_executor(strand_, [self = shared_from_this(), op, link](error_code ec) {
+            op->cancel.slot(), asio::bind_executor(strand_, [self = shared_from_this(), op, link](error_code ec) {
                 self->on_answer(op, *link, ec);
             }));
         if (op->asked) {
@@ -532,7 +530,8 @@ private:
             auto [connect_ec] = co_await conn->async_connect(diag, asio::as_tuple(asio::use_awaitable));
             if (connect_ec) {
                 last = connect_ec;
-                why = source.text() + ": " + std::string(diag.message().empty() ? connect_ec.message() : diag.message());
+                why =
+                    source.text() + ": " + std::string(diag.message().empty() ? connect_ec.message() : diag.message());
                 continue;
             }
             request req;
@@ -547,8 +546,9 @@ private:
             if (says_cluster_disabled(text)) {
                 not_a_cluster = true;
                 last = error::invalid_argument;
-                why = source.text() + " is not a Redis Cluster member (cluster support disabled): check the URL's "
-                                      "redis+cluster:// scheme and its seeds";
+                why = source.text() +
+                      " is not a Redis Cluster member (cluster support disabled): check the URL's "
+                      "redis+cluster:// scheme and its seeds";
                 break;  // a wrong URL, not a member that is down
             }
             if (ec || resp.empty()) {
@@ -599,7 +599,8 @@ private:
             auto [ec] = co_await link->conn.async_connect(diag, asio::as_tuple(asio::use_awaitable));
             if (ec && !failed) {
                 failed = ec;
-                why = "master " + link->key + ": " + std::string(diag.message().empty() ? ec.message() : diag.message());
+                why =
+                    "master " + link->key + ": " + std::string(diag.message().empty() ? ec.message() : diag.message());
             }
         }
         complete_connect_waiters(failed, why);
@@ -614,7 +615,8 @@ private:
             for (auto& [id, lane] : lanes_) ids.push_back(id);
             for (auto id : ids) {
                 auto& lane = lanes_[id];
-                lane.drain([&](const op_ptr& op) { finish(op, ec == error::invalid_argument ? ec : error::not_connected); });
+                lane.drain(
+                    [&](const op_ptr& op) { finish(op, ec == error::invalid_argument ? ec : error::not_connected); });
                 if (lane.idle()) lanes_.erase(id);
             }
         }

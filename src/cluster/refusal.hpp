@@ -21,8 +21,8 @@ struct cluster_refusal {
         cluster_down,  ///< the cluster is failing over or lost the slot's master: try again shortly
     };
     kind what = kind::moved;
-    std::uint16_t slot = 0;   ///< moved and ask only
-    master_address target;    ///< moved and ask only
+    std::uint16_t slot = 0;  ///< moved and ask only
+    master_address target;   ///< moved and ask only
 };
 
 /// Reads `MOVED <slot> <host>:<port>`, `ASK <slot> <host>:<port>`, `TRYAGAIN ...` and `CLUSTERDOWN ...`. The host

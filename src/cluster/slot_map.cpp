@@ -122,7 +122,7 @@ std::optional<slot_map> read_cluster_shards(const resp::value& reply, const slot
             return std::nullopt;
         }
         auto port = source.tls && field(*master, "tls-port") != nullptr ? port_of(field(*master, "tls-port"))
-                                                                         : port_of(field(*master, "port"));
+                                                                        : port_of(field(*master, "port"));
         if (!port) port = port_of(field(*master, "tls-port"));
         if (!port) {
             why = "a CLUSTER SHARDS master without a port: " + to_string(*master);

@@ -186,7 +186,8 @@ boost::system::result<node_config> parse_url(std::string_view url, diagnostics& 
         return make_error_code(error::invalid_argument);
     };
     auto parsed = boost::urls::parse_uri(url);
-    if (!parsed) return fail(
+    if (!parsed)
+        return fail(
             "not a URL (expected redis://host:port, rediss://host:port, unix:///path or redis+cluster://host:port)");
     node_config out;
     if (auto why = fill(*parsed, out); !why.empty()) return fail(std::move(why));

@@ -60,9 +60,9 @@ void start_redis_exec(const std::shared_ptr<redis_impl>& impl, const request& re
 
 redis::redis(executor_type ex, node_config config, node_factory factory)
     : impl_(std::make_shared<detail::redis_impl>(
-          ex, detail::checked(factory ? std::shared_ptr<node>(factory(ex, config))
-                                      : std::shared_ptr<node>(make_node(ex, config)),
-                              "the node factory made no node")))
+          ex, detail::checked(
+                  factory ? std::shared_ptr<node>(factory(ex, config)) : std::shared_ptr<node>(make_node(ex, config)),
+                  "the node factory made no node")))
 {}
 
 redis::redis(executor_type ex, std::shared_ptr<node> deployment)

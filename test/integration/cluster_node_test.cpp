@@ -210,10 +210,9 @@ BOOST_AUTO_TEST_CASE(after_a_master_is_killed_requests_fail_clearly_then_succeed
         }
         BOOST_TEST_REQUIRE(served, "no answer 15 s after the kill: " << ec.message());
         BOOST_TEST(resp.front().text == "v");
-        BOOST_TEST_MESSAGE("first answer " << std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() -
-                                                                                                    killed_at)
-                                                  .count()
-                                           << " ms after the kill");
+        BOOST_TEST_MESSAGE("first answer "
+                           << std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - killed_at).count()
+                           << " ms after the kill");
     });
 }
 

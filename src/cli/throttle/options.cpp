@@ -15,7 +15,8 @@ that uses the same key and limit, on any host, shares the limit; only the node's
 
 options:
   --nodes URL            the Redis node: exactly one (a rate limiter lives on one node, see
-                         doc/rate-limiting.md); default from $REDLOCK_NODES, else redis://127.0.0.1:6379
+                         doc/rate-limiting.md; a Redis Cluster is one: redis+cluster://HOST:PORT);
+                         default from $REDLOCK_NODES, else redis://127.0.0.1:6379
   --key NAME             the limiter's key (required, non-empty)
   --rate N/PERIOD        N units per PERIOD (required): 10/s, 100/m, 5000/h, 20000/d, 3/1500ms
   --burst B              GCRA: up to B units more at once after an idle spell (default 0)
@@ -64,7 +65,8 @@ std::optional<throttle_options> parse_throttle(const std::vector<std::string>& a
         throw cl.error("--nodes: a rate limiter needs exactly one node (one Redis deployment), not " +
                        std::to_string(nodes.size()) +
                        ": over independent nodes a quorum rule either admits more than the limit or stops with any "
-                       "node down (doc/rate-limiting.md, \"Over N nodes\")");
+                       "node down (doc/rate-limiting.md, \"Over N nodes\"); a Redis Cluster is one node: "
+                       "redis+cluster://HOST:PORT");
     o.node = std::move(nodes.front());
     return o;
 }

@@ -5,8 +5,8 @@
 #include <common/processes/subprocess.hpp>
 #include <common/servers/redis_cluster.hpp>
 #include <map>
-#include <optional>
 #include <netinet/in.h>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -107,17 +107,10 @@ sharded_cluster::sharded_cluster(sharded_cluster_options options) : options_(opt
     const auto count = options_.shards * (1 + options_.replicas_per_shard);
     auto ports = pick_cluster_ports(count);
     node_options node_opts;
-    node_opts.extra_args = {"--cluster-enabled",
-                            "yes",
-                            "--cluster-config-file",
-                            "nodes.conf",
-                            "--cluster-node-timeout",
+    node_opts.extra_args = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout",
                             std::to_string(options_.node_timeout.count()),
                             // A replica may always take over, however long it was cut off (a test kills at will).
-                            "--cluster-replica-validity-factor",
-                            "0",
-                            "--cluster-allow-replica-migration",
-                            "no"};
+                            "--cluster-replica-validity-factor", "0", "--cluster-allow-replica-migration", "no"};
     for (auto port : ports) {
         nodes_.push_back(std::unique_ptr<redis_node>(new redis_node(node_opts, port, redis_node::deferred_start{})));
     }
@@ -126,8 +119,7 @@ sharded_cluster::sharded_cluster(sharded_cluster_options options) : options_(opt
     static const std::string redis_cli = find_executable("redis-cli", "REDLOCK_REDIS_CLI");
     std::vector<std::string> create = {redis_cli, "--cluster", "create"};
     for (auto port : ports) create.push_back("127.0.0.1:" + std::to_string(port));
-    create.insert(create.end(),
-                  {"--cluster-replicas", std::to_string(options_.replicas_per_shard), "--cluster-yes"});
+    create.insert(create.end(), {"--cluster-replicas", std::to_string(options_.replicas_per_shard), "--cluster-yes"});
     auto result = run_command(create, 30s);
     if (result.exit_code != 0) fail("redis-cli --cluster create failed:\n" + result.out + result.err);
     wait_healthy();
@@ -209,7 +201,8 @@ void sharded_cluster::failover(std::size_t shard)
     if (reply != "OK") fail("CLUSTER FAILOVER on port " + std::to_string(replica.port()) + ": " + reply);
     const auto deadline = std::chrono::steady_clock::now() + 15s;
     while (master_of_shard(shard).port() != replica.port()) {
-        if (std::chrono::steady_clock::now() > deadline) fail("the replica did not take over shard " + std::to_string(shard));
+        if (std::chrono::steady_clock::now() > deadline)
+            fail("the replica did not take over shard " + std::to_string(shard));
         std::this_thread::sleep_for(poll_interval);
     }
     wait_healthy();
@@ -226,7 +219,8 @@ void sharded_cluster::kill_master(std::size_t shard)
             if (replica.cli({"ROLE"}).starts_with("master")) break;
         } catch (const std::exception&) {
         }
-        if (std::chrono::steady_clock::now() > deadline) fail("the replica did not take over shard " + std::to_string(shard));
+        if (std::chrono::steady_clock::now() > deadline)
+            fail("the replica did not take over shard " + std::to_string(shard));
         std::this_thread::sleep_for(poll_interval);
     }
     wait_healthy();
@@ -235,11 +229,13 @@ void sharded_cluster::kill_master(std::size_t shard)
 void sharded_cluster::migrate_begin(std::uint16_t slot, const redis_node& to)
 {
     auto& from = master_of_slot(slot);
-    if (from.port() == to.port()) fail("slot " + std::to_string(slot) + " is already on port " + std::to_string(to.port()));
+    if (from.port() == to.port())
+        fail("slot " + std::to_string(slot) + " is already on port " + std::to_string(to.port()));
     const auto slot_text = std::to_string(slot);
     auto imported = to.cli({"CLUSTER", "SETSLOT", slot_text, "IMPORTING", id_of(from)});
     auto migrating = from.cli({"CLUSTER", "SETSLOT", slot_text, "MIGRATING", id_of(to)});
-    if (imported != "OK" || migrating != "OK") fail("CLUSTER SETSLOT IMPORTING/MIGRATING: " + imported + " / " + migrating);
+    if (imported != "OK" || migrating != "OK")
+        fail("CLUSTER SETSLOT IMPORTING/MIGRATING: " + imported + " / " + migrating);
     migrating_from_.emplace_back(slot, from.port());
 }
 

@@ -4,9 +4,8 @@
 // every node says cluster_state:ok and they all agree on who owns which slot.
 #pragma once
 
-#include <common/servers/redis_node.hpp>
-
 #include <chrono>
+#include <common/servers/redis_node.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <memory>

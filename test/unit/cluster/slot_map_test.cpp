@@ -70,10 +70,10 @@ BOOST_AUTO_TEST_CASE(cluster_shards_prefers_an_online_master_and_an_endpoint_and
 {
     auto failed_old = shard_node("10.0.0.1", 7000, "master", "failed");
     auto promoted = shard_node("10.0.0.4", 7003, "master", "online", "redis-4.example");
-    auto tls_node = map_of({bulk("port"), integer(7005), bulk("tls-port"), integer(17005), bulk("ip"),
-                            bulk("10.0.0.6"), bulk("endpoint"), bulk("?"), bulk("role"), bulk("master")});
-    auto reply = array({shard({integer(0), integer(100)}, {failed_old, promoted}),
-                        shard({integer(101), integer(200)}, {tls_node})});
+    auto tls_node = map_of({bulk("port"), integer(7005), bulk("tls-port"), integer(17005), bulk("ip"), bulk("10.0.0.6"),
+                            bulk("endpoint"), bulk("?"), bulk("role"), bulk("master")});
+    auto reply = array(
+        {shard({integer(0), integer(100)}, {failed_old, promoted}), shard({integer(101), integer(200)}, {tls_node})});
     std::string why;
     auto plain = redlock::detail::read_cluster_shards(reply, slot_map_source{"asked"}, why);
     BOOST_TEST_REQUIRE(plain.has_value(), why);
@@ -88,8 +88,8 @@ BOOST_AUTO_TEST_CASE(cluster_shards_prefers_an_online_master_and_an_endpoint_and
 
 BOOST_AUTO_TEST_CASE(a_node_without_a_known_address_is_the_member_asked)
 {
-    auto node = map_of({bulk("port"), integer(7000), bulk("ip"), bulk(""), bulk("endpoint"), bulk(""), bulk("role"),
-                        bulk("master")});
+    auto node = map_of(
+        {bulk("port"), integer(7000), bulk("ip"), bulk(""), bulk("endpoint"), bulk(""), bulk("role"), bulk("master")});
     std::string why;
     auto map = redlock::detail::read_cluster_shards(array({shard({integer(0), integer(16383)}, {node})}),
                                                     slot_map_source{"::1"}, why);

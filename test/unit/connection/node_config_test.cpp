@@ -79,8 +79,7 @@ BOOST_AUTO_TEST_CASE(a_cluster_url_names_one_member_and_more_seeds)
     BOOST_TEST(c.port == 7000);
     BOOST_TEST(c.username == "locker");
     BOOST_TEST(c.password == "pw");
-    BOOST_TEST((c.cluster_seeds ==
-                std::vector<redlock::cluster_seed>{{"10.0.0.2", 7001}, {"db-3.example", 7002}}));
+    BOOST_TEST((c.cluster_seeds == std::vector<redlock::cluster_seed>{{"10.0.0.2", 7001}, {"db-3.example", 7002}}));
     BOOST_TEST(c.to_string() == "redis+cluster://locker@10.0.0.1:7000?seed=10.0.0.2:7001&seed=db-3.example:7002");
 
     auto tls = redlock::parse_url("rediss+cluster://cache.example?ca_file=/etc/ca.pem");
