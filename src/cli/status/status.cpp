@@ -1,8 +1,9 @@
 // `redlock status`: per node, reachable or not, the holder's token (the key's value), the remaining TTL and
-// the fence counter, through mutex::async_inspect: it reads, it never changes anything. A semaphore's key is
-// shown by semaphore.cpp.
+// the fence counter, through mutex::async_inspect: it reads, it never changes anything; on a Redis Cluster, the
+// key's slot and its master (cluster_shard.cpp). A semaphore's key is shown by semaphore.cpp.
 #include "cli/common/exit_codes.hpp"
 #include "cli/common/signals.hpp"
+#include "cli/status/cluster_shard.hpp"
 #include "cli/status/options.hpp"
 #include "cli/status/semaphore.hpp"
 #include "cli/status/status.hpp"
@@ -117,6 +118,7 @@ int run_status(const status_options& o)
     std::string out =
         "lock '" + o.key + "' on " + std::to_string(n) + " node(s), quorum " + std::to_string(quorum) + "\n";
     for (const auto& v : state.nodes) out += describe(v) + "\n";
+    for (const auto& line : cluster_shard_lines(configs, o.key, node_deadline)) out += line + "\n";
     if (holders.empty()) {
         out += "state: free on every reachable node\n";
     } else {
