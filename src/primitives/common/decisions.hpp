@@ -36,8 +36,7 @@ inline error_code decide_commit(const quorum_tally& tally, bool expired, std::ch
 /// error::replica_acks, rather than no_quorum or not_acquired. Other failures stand (a quorum granted too late).
 inline error_code for_want_of_acks(error_code failure, const quorum_tally& tally, std::size_t unacknowledged) noexcept
 {
-    if (failure && tally.yes() < tally.quorum() && unacknowledged > 0 &&
-        tally.yes() + unacknowledged >= tally.quorum())
+    if (failure && tally.yes() < tally.quorum() && unacknowledged > 0 && tally.yes() + unacknowledged >= tally.quorum())
         return make_error_code(error::replica_acks);
     return failure;
 }

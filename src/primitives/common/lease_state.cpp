@@ -177,10 +177,9 @@ asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state
     // Bounded by the validity in force: the lease is lost at that instant, however late the nodes answer. A
     // failure waits for a quorum's answers (or every node's) when it can: "another owner holds it" (not_owner)
     // must not read as "too few answered" because a node down answered first.
-    auto result = co_await self->client_->nodes().fan_out(self->extend_request(), self->spec_.routing_key(),
-                                                          self->protocol_.extended, self->quorum_,
-                                                          until::quorum_answered, self->valid_until(),
-                                                          self->timing_.acks);
+    auto result = co_await self->client_->nodes().fan_out(
+        self->extend_request(), self->spec_.routing_key(), self->protocol_.extended, self->quorum_,
+        until::quorum_answered, self->valid_until(), self->timing_.acks);
     co_return self->conclude_extension(start, std::move(result), diag, true);
 }
 

@@ -245,10 +245,10 @@ asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(const lock_ca
                          result->tally, result->unacknowledged());
     if (failure && call.diag) {
         access::set_nodes(*call.diag, result->outcomes(nodes.names()));
-        access::set_client_message(*call.diag, "a quorum granted the lock, but fencing token " + std::to_string(fence) +
-                                                   " was not committed on a quorum in time: " +
-                                                   acks_text(call.acks, *result) +
-                                                   tally_text(result->tally, "committed", "refused"));
+        access::set_client_message(*call.diag,
+                                   "a quorum granted the lock, but fencing token " + std::to_string(fence) +
+                                       " was not committed on a quorum in time: " + acks_text(call.acks, *result) +
+                                       tally_text(result->tally, "committed", "refused"));
     }
     co_return std::tuple{failure, fence};
 }
