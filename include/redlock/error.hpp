@@ -34,6 +34,10 @@ enum class error {
     /// created the semaphore, made it smaller than the caller's): no wait can grant it, so it fails at once (the
     /// stored limit: diagnostics)
     exceeds_limit,
+    /// with replica acknowledgement on (lock_options::replica_acks): nodes granted (or extended, or committed a
+    /// fencing token), but too few of their replicas acknowledged the write within the WAIT's timeout, so those
+    /// grants did not count and were released (which nodes, and how many replicas did: diagnostics)
+    replica_acks,
 };
 
 /// Classes of errors, for `ec == redlock::condition::timeout` style tests.

@@ -57,6 +57,16 @@ struct lock_options {
     /// queue within this time; a live waiter heartbeats every waiter_ttl / 3, so it keeps its place unless it
     /// misses three heartbeats in a row (its event loop blocked that long), and then rejoins at it.
     ms waiter_ttl{2000};
+    /// Replica acknowledgement (doc/replication.md): a node's grant, fencing commit or extension counts only once
+    /// this many of that node's replicas acknowledged it, so that a failover to one of them keeps the lock and its
+    /// token. Each such request ends with `WAIT replica_acks replica_ack_timeout`, on the same connection; a grant
+    /// acknowledged by fewer is released, and an attempt without a quorum of acknowledged grants fails with
+    /// error::replica_acks. Costs a round trip to the replicas per grant and extension, and the WAIT holds the
+    /// node's connection (every request of the client on that node waits behind it). 0: off (the default).
+    int replica_acks = 0;
+    /// How long each node's WAIT may block; 0 means node_timeout. A request carrying a WAIT has node_timeout +
+    /// replica_ack_timeout as its deadline, and the time it takes counts against the validity as any other.
+    ms replica_ack_timeout{0};
 
     /// What is wrong with these options (a ttl that is not positive, a watchdog that would extend too late, a
     /// waiter_ttl too short for the node timeout...), or an empty string. Every lock call checks it before any I/O;

@@ -111,8 +111,17 @@ public:
     };
     const std::vector<script_call>& script_calls() const noexcept { return script_calls_; }
 
-    /// A request holding `calls` as EVAL commands, in order.
-    static request eval_fallback(const std::vector<const script_call*>& calls);
+    /// A WAIT of this request (replica acknowledgement): a NOSCRIPT fallback sends it again after the scripts it
+    /// re-sends, so that it still follows the writes it waits for.
+    struct wait_call {
+        std::size_t reply_index;
+        std::string replicas, timeout;
+    };
+    const std::vector<wait_call>& wait_calls() const noexcept { return wait_calls_; }
+
+    /// A request holding `calls` as EVAL commands, in order, then `waits`.
+    static request eval_fallback(const std::vector<const script_call*>& calls,
+                                 const std::vector<const wait_call*>& waits = {});
 
 private:
     template <class Views>
@@ -124,8 +133,10 @@ private:
         resp::append_command(payload_, views);
         ++commands_;
         count_replies(views[0], views.size() - 1);
+        if (views.size() == 3) note_wait(views[0], views[1], views[2]);
     }
     void count_replies(std::string_view command, std::size_t arguments);
+    void note_wait(std::string_view command, std::string_view replicas, std::string_view timeout);
     void push_script_params(const script& s, std::vector<std::string> params);
 
     std::string payload_;
@@ -134,6 +145,7 @@ private:
     std::chrono::milliseconds timeout_{0};
     std::vector<script_call> script_calls_;
     std::vector<confirmed_command> confirmed_;
+    std::vector<wait_call> wait_calls_;
     bool in_multi_ = false;
     bool countable_ = true;
 };

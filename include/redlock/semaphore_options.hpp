@@ -30,6 +30,8 @@ struct semaphore_options {
     ms max_hold{0};              ///< maximum total hold time with the watchdog; 0: no limit
     bool fair = false;           ///< fair (FIFO) semaphore: waiters are served in the order they arrived
     ms waiter_ttl{2000};         ///< a fair waiter's heartbeat lifetime (lock_options::waiter_ttl)
+    int replica_acks = 0;        ///< replicas that must acknowledge each grant and extension (lock_options)
+    ms replica_ack_timeout{0};   ///< how long each node's WAIT may block; 0 means node_timeout
 };
 // Written as temporaries inside co_await expressions: keep it trivially destructible (see lock_options).
 static_assert(std::is_trivially_destructible_v<semaphore_options>);

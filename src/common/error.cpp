@@ -51,6 +51,8 @@ public:
                 return "the cache loader failed";
             case error::exceeds_limit:
                 return "more permits asked than the semaphore's limit stored on the nodes";
+            case error::replica_acks:
+                return "not acknowledged by enough replicas in time";
         }
         return "redlock error " + std::to_string(ev);
     }

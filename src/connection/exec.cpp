@@ -93,7 +93,14 @@ bool exec_op::resend_missing_scripts()
         }
     }
     if (calls.empty()) return false;
-    fallback_request_ = request::eval_fallback(calls);
+    // A WAIT after a script that did not run acknowledged writes before it, not the script's: it waits again.
+    std::vector<const request::wait_call*> waits;
+    for (const auto& wait : request_->wait_calls()) {
+        if (wait.reply_index < fallback_indexes_.front()) continue;
+        waits.push_back(&wait);
+        fallback_indexes_.push_back(wait.reply_index);
+    }
+    fallback_request_ = request::eval_fallback(calls, waits);
     reuse(fallback_request_, &fallback_response_);
     auto conn = conn_.lock();
     const auto state = conn ? conn->state() : connection_state::closed;

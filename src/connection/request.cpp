@@ -45,6 +45,12 @@ void request::count_replies(std::string_view command, std::size_t arguments)
     expected_replies_ += confirmations;
 }
 
+void request::note_wait(std::string_view command, std::string_view replicas, std::string_view timeout)
+{
+    if (same_name(command, "WAIT"))
+        wait_calls_.push_back(wait_call{expected_replies_ - 1, std::string(replicas), std::string(timeout)});
+}
+
 namespace {
 std::string_view view_of(const arg& a) noexcept
 {
@@ -86,7 +92,7 @@ void request::push_script_params(const script& s, std::vector<std::string> param
     append(views);
 }
 
-request request::eval_fallback(const std::vector<const script_call*>& calls)
+request request::eval_fallback(const std::vector<const script_call*>& calls, const std::vector<const wait_call*>& waits)
 {
     request out;
     for (const script_call* call : calls) {
@@ -94,6 +100,7 @@ request request::eval_fallback(const std::vector<const script_call*>& calls)
         views.insert(views.end(), call->params.begin(), call->params.end());
         out.append(views);
     }
+    for (const wait_call* wait : waits) out.push("WAIT", wait->replicas, wait->timeout);
     return out;
 }
 
@@ -104,6 +111,7 @@ void request::clear()
     expected_replies_ = 0;
     script_calls_.clear();
     confirmed_.clear();
+    wait_calls_.clear();
     in_multi_ = false;
     countable_ = true;
 }

@@ -19,6 +19,12 @@ fan_out_state::fan_out_state(const strand_type& strand, std::shared_ptr<const re
     : req(std::move(r)), replies(nodes), diags(nodes), results(nodes), votes(nodes), tally(nodes, quorum), wake(strand)
 {}
 
+std::size_t fan_out_state::unacknowledged() const noexcept
+{
+    return static_cast<std::size_t>(
+        std::count_if(results.begin(), results.end(), [](const auto& r) { return r && *r == error::replica_acks; }));
+}
+
 std::vector<node_outcome> fan_out_state::outcomes(const std::vector<std::string>& names) const
 {
     std::vector<node_outcome> out(names.size());
@@ -69,6 +75,9 @@ void start_node(node& n, const std::shared_ptr<fan_out_state>& state, std::size_
 {
     auto done = asio::bind_executor(strand, [state, i, classify, errors](error_code ec) {
         if (state->results[i]) return;  // a node that completes twice is ignored
+        if (state->acks.on())
+            ec = judge_acknowledgement(ec, state->replies[i], state->req->expected_replies(), state->acks, classify,
+                                       state->diags[i]);
         if (ec && errors) (*errors)[i].fetch_add(1, std::memory_order_relaxed);
         state->results[i] = ec;
         state->votes[i] = classify(ec, state->replies[i]);
@@ -102,10 +111,11 @@ std::chrono::steady_clock::time_point backstop(const request& req, std::chrono::
 
 std::shared_ptr<fan_out_state> node_set::start(std::shared_ptr<const request> req, std::string routing_key,
                                                node_call call, classify_fn classify, std::size_t quorum,
-                                               const std::vector<std::size_t>* only)
+                                               const std::vector<std::size_t>* only, replica_acks acks)
 {
     auto state = std::make_shared<fan_out_state>(strand_, std::move(req), nodes_.size(), quorum);
     state->routing_key = std::move(routing_key);
+    if (state->req) state->acks = acks;
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
         if (only && std::find(only->begin(), only->end(), i) == only->end()) continue;
         start_node(*nodes_[i], state, i, call, classify, strand_, errors_);
@@ -123,10 +133,12 @@ asio::awaitable<std::shared_ptr<fan_out_state>> node_set::fan_out(node_call call
 asio::awaitable<std::shared_ptr<fan_out_state>> node_set::fan_out(std::shared_ptr<const request> req,
                                                                   std::string routing_key, classify_fn classify,
                                                                   std::size_t quorum, until wait_for,
-                                                                  std::chrono::steady_clock::time_point deadline)
+                                                                  std::chrono::steady_clock::time_point deadline,
+                                                                  replica_acks acks)
 {
     deadline = backstop(*req, deadline);
-    return outcome(start(std::move(req), std::move(routing_key), exec_request, classify, quorum), wait_for, deadline);
+    return outcome(start(std::move(req), std::move(routing_key), exec_request, classify, quorum, nullptr, acks),
+                   wait_for, deadline);
 }
 
 asio::awaitable<std::shared_ptr<fan_out_state>> fan_out_to_one(node& n, const strand_type& strand,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "common/completion.hpp"
+#include "quorum/replica_acks.hpp"
 #include "quorum/tally.hpp"
 
 #include <redlock/diagnostics.hpp>
@@ -21,9 +22,6 @@
 #include <vector>
 
 namespace redlock::detail {
-
-/// Turns one node's answer into a vote.
-using classify_fn = vote (*)(error_code ec, const response& resp);
 
 /// The classifier of operations that only need an answer (connect, subscribe, clean-up): yes unless it failed.
 vote answered(error_code ec, const response& resp);
@@ -51,10 +49,13 @@ struct fan_out_state {
     per_node<vote> votes;
     quorum_tally tally;
     boost::asio::steady_timer wake;  // woken at each answer
+    replica_acks acks;               // on: the request ends with a WAIT, judged as each node answers
     bool cancelled = false;          // the caller was cancelled before the outcome was decided
     bool expired = false;            // the deadline passed before the outcome was decided
 
     bool answered(std::size_t i) const noexcept { return results[i].has_value(); }
+    /// The nodes whose yes too few replicas acknowledged (error::replica_acks): error votes in the tally.
+    std::size_t unacknowledged() const noexcept;
     /// Per-node report for diagnostics (`names`: each node's name).
     std::vector<node_outcome> outcomes(const std::vector<std::string>& names) const;
 };
@@ -114,10 +115,14 @@ public:
 
     /// The common case: `req` to every node, routed by `routing_key`; never waits past req.timeout() plus
     /// backstop_margin.
+    /// With `acks` on, `req` ends with its WAIT (acknowledged()): each node's answer is judged by
+    /// judge_acknowledgement before its vote is counted, so a yes too few replicas acknowledged is an error vote
+    /// (error::replica_acks), and the replies read as the request's own.
     boost::asio::awaitable<std::shared_ptr<fan_out_state>> fan_out(
         std::shared_ptr<const request> req, std::string routing_key, classify_fn classify, std::size_t quorum,
         until wait_for = until::decided,
-        std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+        std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+        replica_acks acks = {});
 
     /// The two halves of fan_out, for operations nobody waits for at once. `start` begins the operation on
     /// every node, or on the nodes `only` (the state records each answer as it arrives; on the strand);
@@ -125,7 +130,7 @@ public:
     /// and the waiting coroutine share.
     std::shared_ptr<fan_out_state> start(std::shared_ptr<const request> req, std::string routing_key, node_call call,
                                          classify_fn classify, std::size_t quorum,
-                                         const std::vector<std::size_t>* only = nullptr);
+                                         const std::vector<std::size_t>* only = nullptr, replica_acks acks = {});
     static boost::asio::awaitable<std::shared_ptr<fan_out_state>> outcome(
         std::shared_ptr<fan_out_state> state, until wait_for, std::chrono::steady_clock::time_point deadline);
 

@@ -100,6 +100,7 @@ public:
     {
         auto r = per_operation_result(name(), o_, f);
         r.fencing = o_.fencing;
+        if (o_.replica_acks > 0) r.scenario += ", replica acks " + std::to_string(o_.replica_acks);
         r.handoff_us = handoff_gaps();
         r.columns = lock_columns(contended(), grants_.size(), r.handoff_us, waits_);
         return json ? to_json(std::move(r)) : to_table(std::move(r));
@@ -158,6 +159,8 @@ asio::awaitable<void> lock_bench::work(bench_worker& w)
         lo.ttl = o_.ttl;
         lo.fencing = o_.fencing;
         lo.fair = o_.fair;
+        lo.replica_acks = o_.replica_acks;
+        lo.replica_ack_timeout = o_.replica_ack_timeout;
         // Uncontended: one attempt, so the latency is the protocol's alone. Contended: wait for our turn, but not
         // past the end of the run.
         lo.wait = contended() ? w.time_left() : milliseconds(0);

@@ -45,7 +45,9 @@ A client has one connection per node, as a separate process would; the W workers
 sharing it, as the requests of one HTTP service share its client (--clients 1 --workers 64). One caller in
 sequence: --clients 1 --workers 1; separate processes: --clients 64 --workers 1.
 options: --clients C, --workers W, --duration D (default 5s), --ttl T (default 10s), --fencing (every lock
-takes a fencing token), --json (one JSON object on stdout instead of the table), -v.
+takes a fencing token), --replica-acks N and --replica-ack-timeout D (uncontended, contended, handoff,
+semaphore: each grant waits for N replicas, as redlock exec --replica-acks does), --json (one JSON object on
+stdout instead of the table), -v.
 
 exit codes: 0 after the run; 69 when a quorum of nodes is not reachable at the start; 64 usage error.
 )";
@@ -57,7 +59,8 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
         "workers", po::value<std::string>())("duration", po::value<std::string>())("ttl", po::value<std::string>())(
         "fencing", po::bool_switch())("fair", po::bool_switch())("json", po::bool_switch())(
         "leases", po::value<std::string>())("limit", po::value<std::string>())("rate", po::value<std::string>())(
-        "burst", po::value<std::string>())("strategy", po::value<std::string>());
+        "burst", po::value<std::string>())("strategy", po::value<std::string>())(
+        "replica-acks", po::value<std::string>())("replica-ack-timeout", po::value<std::string>());
     const command_line cl("bench", desc, args);
     if (cl.help()) {
         write_stdout(bench_help);
@@ -98,6 +101,10 @@ std::optional<bench_options> parse_bench(const std::vector<std::string>& args)
     if (semaphore_run && o.fencing)
         throw cl.error("--fencing: a semaphore has no fencing tokens (its holders run side by side)");
     if (cl.given("limit")) o.limit = static_cast<int>(cl.limit());
+    o.replica_acks = cl.replica_acks();
+    o.replica_ack_timeout = cl.replica_ack_timeout();
+    if (o.replica_acks > 0 && (limiter || o.kind == scenario::hold || o.kind == scenario::cache))
+        throw cl.error("--replica-acks goes with the lock and semaphore scenarios");
     o.json = cl.is_set("json");
     o.leases = cl.positive_int("leases", o.leases);
     if (o.leases > 10'000'000) throw cl.error("--leases: at most 10000000");

@@ -28,6 +28,8 @@ struct bench_options {
     ms duration{5'000};
     ms ttl{10'000};
     bool fencing = false;
+    int replica_acks = 0;  // lock and semaphore scenarios: replicas that must acknowledge each grant (WAIT)
+    ms replica_ack_timeout{0};
     bool fair = false;  // handoff: a fair lock; semaphore: a fair semaphore
     bool json = false;
     int leases = 100'000;  // hold: how many leases one client holds with the watchdog

@@ -81,6 +81,7 @@ public:
     std::string output(bench_figures& f, bool json) override
     {
         auto r = per_operation_result("semaphore", o_, f);
+        if (o_.replica_acks > 0) r.scenario += ", replica acks " + std::to_string(o_.replica_acks);
         r.columns = semaphore_columns(std::move(totals_));
         return json ? to_json(std::move(r)) : to_table(std::move(r));
     }
@@ -101,6 +102,8 @@ asio::awaitable<void> semaphore_bench::work(bench_worker& w)
         semaphore_options so;
         so.ttl = o_.ttl;
         so.fair = o_.fair;
+        so.replica_acks = o_.replica_acks;
+        so.replica_ack_timeout = o_.replica_ack_timeout;
         so.wait = w.time_left();  // wait for a permit, but not past the end of the run
         semaphore s(w.shared_client(), name_, totals_.limit, so);
         const auto t0 = bench_clock::now();

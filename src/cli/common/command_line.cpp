@@ -110,6 +110,20 @@ std::int64_t command_line::count(const char* name, std::int64_t fallback, std::i
     return n;
 }
 
+int command_line::replica_acks() const
+{
+    const auto n = count("replica-acks", 0, 0);
+    if (n > 100) throw error("--replica-acks: at most 100 replicas");
+    return static_cast<int>(n);
+}
+
+ms command_line::replica_ack_timeout() const
+{
+    if (given("replica-ack-timeout") && replica_acks() == 0)
+        throw error("--replica-ack-timeout goes with --replica-acks");
+    return duration("replica-ack-timeout", ms(0));
+}
+
 std::string command_line::key() const
 {
     auto key = text("key");

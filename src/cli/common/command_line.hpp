@@ -79,6 +79,10 @@ public:
     rate_strategy strategy() const;
     // --rate N/PERIOD, if given.
     std::optional<rate_spec> rate() const;
+    // --replica-acks N: replicas that must acknowledge each grant and extension (0, the default: off; at most
+    // 100), and --replica-ack-timeout DURATION (0, the default: the node timeout). The flags must be declared.
+    int replica_acks() const;
+    ms replica_ack_timeout() const;
     // -v / -q.
     verbosity output() const;
     // --nodes, else $REDLOCK_NODES, else the default node (nodes.hpp).

@@ -277,7 +277,8 @@ void exec_session::describe_quorum() const
 {
     const std::string settings = ", ttl " + format_duration(o_.ttl) + ", wait " +
                                  (o_.wait ? format_duration(*o_.wait) : std::string("forever")) + ", watchdog " +
-                                 (o_.watchdog ? "on" : "off");
+                                 (o_.watchdog ? "on" : "off") +
+                                 (o_.replica_acks > 0 ? ", replica acks " + std::to_string(o_.replica_acks) : "");
     const std::string nodes = std::to_string(client_.size()) + " node(s)";
     if (!semaphore_mode()) {
         report_.detail("lock '" + o_.key + "' on " + nodes + ", quorum " + std::to_string(client_.quorum()) + settings);
@@ -303,9 +304,14 @@ asio::awaitable<std::tuple<error_code, held_grant>> exec_session::acquire(const 
         auto [ec, held] = co_await m.async_lock(diag, token);
         co_return std::tuple{ec, held_grant(std::move(held))};
     }
-    semaphore s(
-        client_, o_.key, o_.limit,
-        {.ttl = lo.ttl, .wait = lo.wait, .watchdog = lo.watchdog, .fair = lo.fair, .waiter_ttl = lo.waiter_ttl});
+    semaphore s(client_, o_.key, o_.limit,
+                {.ttl = lo.ttl,
+                 .wait = lo.wait,
+                 .watchdog = lo.watchdog,
+                 .fair = lo.fair,
+                 .waiter_ttl = lo.waiter_ttl,
+                 .replica_acks = lo.replica_acks,
+                 .replica_ack_timeout = lo.replica_ack_timeout});
     auto [ec, held] = co_await s.async_acquire(1, diag, token);
     co_return std::tuple{ec, held_grant(std::move(held))};
 }
@@ -326,6 +332,8 @@ asio::awaitable<int> exec_session::run()
     lo.fencing = o_.fencing;
     lo.fair = o_.fair;
     lo.waiter_ttl = o_.waiter_ttl;
+    lo.replica_acks = o_.replica_acks;
+    lo.replica_ack_timeout = o_.replica_ack_timeout;
     if (!o_.wait) {
         lo.wait = lock_options::wait_forever;
     } else {

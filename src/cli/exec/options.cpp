@@ -28,6 +28,11 @@ options:
                          queue within this time; default 2s
   --fencing              obtain a fencing token: COMMAND gets it in REDLOCK_FENCING_TOKEN (a lock only)
   --no-watchdog          do not extend the lease; COMMAND is stopped before the TTL runs out
+  --replica-acks N       a grant, fencing token or extension counts on a node only once N of its replicas
+                         acknowledged it (WAIT), so a failover to one of them keeps the lock; default 0:
+                         off (doc/replication.md says what it does and does not protect against)
+  --replica-ack-timeout DURATION
+                         how long each node's WAIT may block; default: the node timeout (min(50ms, ttl/10))
   --kill-signal SIG      signal sent to COMMAND --kill-grace before the lease can end, when the watchdog
                          cannot extend it (default TERM); KILL when the lease ends
   --kill-grace DURATION  default 5s, at most half the TTL
@@ -41,7 +46,8 @@ REDLOCK_TOKEN) and REDLOCK_LIMIT (N), in its environment; INT, TERM and HUP sent
 to it.
 
 exit codes: COMMAND's own (128+N if it died by signal N) when the lease held to the end; 64 usage error;
-69 no quorum of nodes reachable until --wait ran out; 70 lease lost, or about to end, while COMMAND ran
+69 no quorum of nodes reachable, or with --replica-acks no quorum of grants their replicas acknowledged,
+until --wait ran out; 70 lease lost, or about to end, while COMMAND ran
 (COMMAND was stopped); 75 the lock stayed held by others (every permit taken) until --wait ran out; 126/127
 COMMAND could not be run.
 )";
@@ -53,7 +59,8 @@ std::optional<exec_options> parse_exec(const std::vector<std::string>& args)
     desc.add_options()("key", po::value<std::string>())("ttl", po::value<std::string>())(
         "wait", po::value<std::string>())("limit", po::value<std::string>())("fair", po::bool_switch())(
         "waiter-ttl", po::value<std::string>())("fencing", po::bool_switch())("no-watchdog", po::bool_switch())(
-        "kill-signal", po::value<std::string>())("kill-grace", po::value<std::string>());
+        "kill-signal", po::value<std::string>())("kill-grace", po::value<std::string>())(
+        "replica-acks", po::value<std::string>())("replica-ack-timeout", po::value<std::string>());
     const command_line cl("exec", desc, flags,
                           "put the command after '--', as in: redlock exec --key NAME -- COMMAND [ARG...]");
     if (cl.help()) {
@@ -85,6 +92,8 @@ std::optional<exec_options> parse_exec(const std::vector<std::string>& args)
         o.kill_signal = *n;
     }
     o.kill_grace = cl.duration("kill-grace", o.kill_grace);
+    o.replica_acks = cl.replica_acks();
+    o.replica_ack_timeout = cl.replica_ack_timeout();
 
     if (!command) throw cl.error("no command: put it after '--', as in: redlock exec --key NAME -- COMMAND [ARG...]");
     o.command = checked_command(*command, cl.command());

@@ -23,8 +23,10 @@ struct exec_options {
     bool fencing = false;
     bool fair = false;
     ms waiter_ttl{2'000};
-    std::int64_t limit = 1;  // 1: a lock; above: one permit of a semaphore of this many
-    int kill_signal = 0;     // set by the parser (SIGTERM by default)
+    std::int64_t limit = 1;     // 1: a lock; above: one permit of a semaphore of this many
+    int replica_acks = 0;       // replicas that must acknowledge each grant and extension (WAIT); 0: off
+    ms replica_ack_timeout{0};  // 0: the node timeout
+    int kill_signal = 0;        // set by the parser (SIGTERM by default)
     ms kill_grace{5'000};
     verbosity output = verbosity::normal;
     std::vector<std::string> command;

@@ -31,6 +31,16 @@ inline error_code decide_commit(const quorum_tally& tally, bool expired, std::ch
     return decide_acquire(tally, validity_left, min_validity);
 }
 
+/// With replica acknowledgement: an operation that failed (`failure`), but whose quorum the grants too few replicas
+/// acknowledged (`unacknowledged`, error votes in `tally`) would have made, failed for want of acknowledgement:
+/// error::replica_acks, rather than no_quorum or not_acquired. Other failures stand (a quorum granted too late).
+inline error_code for_want_of_acks(error_code failure, const quorum_tally& tally, std::size_t unacknowledged) noexcept
+{
+    if (failure && tally.yes() < tally.quorum() && unacknowledged > 0 && tally.yes() + unacknowledged >= tally.quorum())
+        return make_error_code(error::replica_acks);
+    return failure;
+}
+
 /// An extension. `late`: it completed after the validity in force ended (whatever the nodes said, someone
 /// else may have held the lock in between). The lease is lost when late, or when other owners answered on
 /// enough nodes that no quorum can be ours; otherwise a failure leaves it held until its validity ends.

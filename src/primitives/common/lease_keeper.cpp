@@ -5,6 +5,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -54,8 +55,10 @@ void lease_keeper::on_timer()
         lease->unscheduled();
         due.push_back(std::move(lease));
     }
-    // Batches by protocol: a batch is one request, so all its leases must read the same script's replies.
-    std::map<lease_protocol::batch_extend_fn, std::vector<std::shared_ptr<lease_state>>> batches;
+    // Batches by protocol: a batch is one request, so all its leases must read the same script's replies; and by the
+    // replica acknowledgement they ask for, which its one WAIT gives them all.
+    using batch_key = std::tuple<lease_protocol::batch_extend_fn, std::uint32_t, std::chrono::milliseconds::rep>;
+    std::map<batch_key, std::vector<std::shared_ptr<lease_state>>> batches;
     auto spawn_batch = [this](std::vector<std::shared_ptr<lease_state>> batch) {
         asio::co_spawn(timer_.get_executor(), lease_state::extend_batch(std::move(batch)), asio::detached);
     };
@@ -68,7 +71,7 @@ void lease_keeper::on_timer()
                 asio::co_spawn(timer_.get_executor(), lease_state::extend_alone(lease), asio::detached);
                 continue;
             }
-            auto& batch = batches[fn];
+            auto& batch = batches[{fn, lease->acks().replicas, lease->acks().timeout.count()}];
             batch.push_back(lease);
             if (batch.size() == max_batch) spawn_batch(std::exchange(batch, {}));
         } catch (...) {

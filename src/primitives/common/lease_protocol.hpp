@@ -67,6 +67,7 @@ struct lease_timing {
     std::chrono::milliseconds extend_interval{0};  ///< 0: ttl / 3
     std::chrono::milliseconds max_hold{0};         ///< 0: no limit
     std::chrono::milliseconds node_timeout{0};     ///< of each extension on each node
+    replica_acks acks;  ///< on: an extension counts on a node only once its replicas acknowledged it
 };
 
 }  // namespace redlock::detail

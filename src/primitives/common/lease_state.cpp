@@ -35,8 +35,10 @@ lease_state::lease_state(std::shared_ptr<client_impl> client, const lease_protoc
 
 const std::shared_ptr<const request>& lease_state::extend_request()
 {
-    if (!extend_request_)
-        extend_request_ = std::make_shared<const request>(protocol_.extend(spec_, timing_.ttl, timing_.node_timeout));
+    if (!extend_request_) {
+        auto req = protocol_.extend(spec_, timing_.ttl, timing_.node_timeout);
+        extend_request_ = std::make_shared<const request>(timing_.acks.on() ? acknowledged(req, timing_.acks) : req);
+    }
     return extend_request_;
 }
 
@@ -125,11 +127,14 @@ asio::awaitable<void> lease_state::extend_batch(std::vector<std::shared_ptr<leas
             deadline = std::min(deadline, l->valid_until());
             node_timeout = std::min(node_timeout, l->timing_.node_timeout);
         }
-        auto req = std::make_shared<const request>(leases.front()->protocol_.extend_batch(entries, node_timeout));
+        // The leases of a batch ask for the same acknowledgement (lease_keeper batches by it).
+        const auto acks = leases.front()->timing_.acks;
+        auto req = leases.front()->protocol_.extend_batch(entries, node_timeout);
+        if (acks.on()) req = acknowledged(req, acks);
         const auto start = clock::now();
         // Every node's answer (or its deadline, or the first validity to end): each lease then tallies its own.
-        auto batch = co_await client.nodes().fan_out(std::move(req), {}, answered, client.nodes().size(),
-                                                     until::all_answered, deadline);
+        auto batch = co_await client.nodes().fan_out(std::make_shared<const request>(std::move(req)), {}, answered,
+                                                     client.nodes().size(), until::all_answered, deadline, acks);
         for (std::size_t j = 0; j < leases.size(); ++j) {
             auto& l = leases[j];
             if (l->status_ == status::held) l->conclude_extension(start, l->share_of(*batch, j), nullptr, false);
@@ -148,14 +153,18 @@ std::shared_ptr<fan_out_state> lease_state::share_of(const fan_out_state& batch,
         if (!batch.answered(i)) continue;
         auto ec = *batch.results[i];
         const auto& reply = batch.replies[i];
-        if (!ec) {
+        if (!ec || ec == error::replica_acks) {  // the replies of a batch too few replicas acknowledged are whole
             if (reply.size() == 1 && reply[0].data_type == resp::type::array && j < reply[0].elements.size())
                 share->replies[i].push_back(reply[0].elements[j]);
             else
                 ec = make_error_code(error::protocol_error);
         }
+        // A batch too few replicas acknowledged on this node: an extension there counts as failed; a refusal stays
+        // one (another owner, or keys lost, whatever the replicas have).
+        if (ec == error::replica_acks && protocol_.extended({}, share->replies[i]) != vote::yes) ec = {};
         share->results[i] = ec;
         share->votes[i] = protocol_.extended(ec, share->replies[i]);
+        if (ec == error::replica_acks) share->diags[i] = batch.diags[i];
         share->tally.add(share->votes[i]);
     }
     share->expired = batch.expired && share->tally.decide() == quorum_tally::decision::pending;
@@ -168,9 +177,9 @@ asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state
     // Bounded by the validity in force: the lease is lost at that instant, however late the nodes answer. A
     // failure waits for a quorum's answers (or every node's) when it can: "another owner holds it" (not_owner)
     // must not read as "too few answered" because a node down answered first.
-    auto result = co_await self->client_->nodes().fan_out(self->extend_request(), self->spec_.routing_key(),
-                                                          self->protocol_.extended, self->quorum_,
-                                                          until::quorum_answered, self->valid_until());
+    auto result = co_await self->client_->nodes().fan_out(
+        self->extend_request(), self->spec_.routing_key(), self->protocol_.extended, self->quorum_,
+        until::quorum_answered, self->valid_until(), self->timing_.acks);
     co_return self->conclude_extension(start, std::move(result), diag, true);
 }
 
@@ -196,9 +205,15 @@ error_code lease_state::conclude_extension(clock::time_point start, std::shared_
     }
     last_extension_failed_ = true;
     last_extension_failure_ = tally_text(result->tally, "extended", "not ours");
+    if (const auto unacknowledged = result->unacknowledged(); unacknowledged > 0)
+        last_extension_failure_ = std::to_string(unacknowledged) + " extension(s) not acknowledged by " +
+                                  std::to_string(timing_.acks.replicas) + " replica(s) within " +
+                                  std::to_string(timing_.acks.timeout.count()) + " ms did not count; " +
+                                  last_extension_failure_;
     client_->counters().extension(false);
     if (diag) access::set_client_message(*diag, "the extension failed: " + last_extension_failure_);
-    if (!outcome.lease_lost) return outcome.ec;
+    // Not extended where the replicas lack it: a failover there would bring back the old expiry.
+    if (!outcome.lease_lost) return for_want_of_acks(outcome.ec, result->tally, result->unacknowledged());
     // A grant that arrives after the validity ended does not revive the lease; "not ours" on so many nodes that
     // no quorum can be ours means it is gone, whether another owner holds the keys or they are missing
     // (restarted empty, expired).

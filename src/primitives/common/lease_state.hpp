@@ -62,6 +62,8 @@ public:
     {
         return client_->nodes().cross_slot_requests() ? protocol_.extend_batch : nullptr;
     }
+    /// The acknowledgement its extensions ask for: leases batch together only when they ask for the same.
+    const replica_acks& acks() const noexcept { return timing_.acks; }
     void declare_lost_from_keeper() { declare_lost("the watchdog failed"); }
     /// One due extension, alone or in a batch (one request per node for every lease of `leases`, which share a
     /// protocol); each lease is then scheduled again.

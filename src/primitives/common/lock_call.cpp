@@ -33,9 +33,12 @@ asio::awaitable<std::shared_ptr<fan_out_state>> fan_out_acquire(std::shared_ptr<
                                                                 std::shared_ptr<const request> acquire, until wait_for)
 {
     auto& nodes = call->client->nodes();
+    // A copy per attempt, only with acknowledgement on: the WAIT's round trip to the replicas dwarfs it.
+    if (call->acks.on()) acquire = std::make_shared<const request>(acknowledged(*acquire, call->acks));
     const auto deadline = clock::now() + acquire->timeout() + node_set::backstop_margin;
     const auto& kind = *call->kind;
-    auto result = co_await nodes.fan_out(acquire, call->lease.routing_key(), kind.vote, call->quorum, wait_for);
+    auto result = co_await nodes.fan_out(acquire, call->lease.routing_key(), kind.vote, call->quorum, wait_for,
+                                         clock::time_point::max(), call->acks);
     // Each pass waits for answers the new quorum still needs; answers only accumulate, so it ends.
     while (kind.quorum_from && !result->cancelled && !result->expired) {
         const auto q = kind.quorum_from(*call, *result);
@@ -71,6 +74,15 @@ std::string invalid_arguments(const client_impl& client, const std::vector<std::
     for (const auto& key : keys)
         if (key.empty()) return "a lock key is empty";
     if (auto why = o.invalid(); !why.empty()) return why;
+    if (o.replica_acks > 0) {
+        // A WAIT that blocks a connection this long reads as a dead server to its health check, which would close it.
+        const auto node_timeout = o.node_timeout > ms(0) ? o.node_timeout : default_node_timeout(o.ttl);
+        const auto wait = o.replica_ack_timeout > ms(0) ? o.replica_ack_timeout : node_timeout;
+        for (const auto& config : client.nodes().configs())
+            if (node_timeout + wait >= config.health_check_timeout)
+                return "node_timeout + replica_ack_timeout must be below every node's health_check_timeout (a "
+                       "connection whose WAIT blocks that long is taken for dead)";
+    }
     if (o.fair || !owner.empty()) {
         if (keys.size() != 1) return "a fair or reentrant lock has exactly one key";
         if (o.fair && !owner.empty()) return "a lock is fair or reentrant, not both";
@@ -103,6 +115,13 @@ acquire_plan make_plan(const lock_call& call, bool one_attempt)
 
 }  // namespace
 
+replica_acks acks_of(const lock_options& o) noexcept
+{
+    if (o.replica_acks <= 0) return {};
+    return {static_cast<std::uint32_t>(o.replica_acks),
+            o.replica_ack_timeout > ms(0) ? o.replica_ack_timeout : o.node_timeout};
+}
+
 std::shared_ptr<lock_call> make_call(std::shared_ptr<client_impl> client, const lock_kind& kind, lease_spec lease,
                                      lock_options o, std::size_t quorum, diagnostics* diag)
 {
@@ -115,6 +134,7 @@ std::shared_ptr<lock_call> make_call(std::shared_ptr<client_impl> client, const 
     call->kind = &kind;
     call->lease = std::move(lease);
     call->options = o;
+    call->acks = acks_of(o);
     call->quorum = quorum;
     call->diag = diag;
     return call;
@@ -164,6 +184,17 @@ std::optional<ms> shortest_wait(const answers& all)
     return *std::min_element(waits.begin(), waits.end());
 }
 
+// "the writes of 2 node(s) were not acknowledged by 1 replica(s) within 50 ms, ...; ", or nothing when every yes
+// was acknowledged (how many replicas did on each node: diagnostics::nodes()).
+std::string acks_text(const replica_acks& acks, const fan_out_state& result)
+{
+    const auto unacknowledged = result.unacknowledged();
+    if (unacknowledged == 0) return {};
+    return "the writes of " + std::to_string(unacknowledged) + " node(s) were not acknowledged by " +
+           std::to_string(acks.replicas) + " replica(s) within " + std::to_string(acks.timeout.count()) +
+           " ms, so they did not count (released there); ";
+}
+
 // The token committed to a reentrant owner's holds that a quorum of the granting nodes report alike, or 0. Such a
 // token was committed on a quorum: no other holder can commit it (its quorum would meet ours in a node whose
 // counter the commit raised), and every later grant reads a counter at or above it. A token reported by fewer
@@ -203,16 +234,21 @@ asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(const lock_ca
     }
 
     const auto fence = highest.next();
+    // A token that a promoted replica lacks could be issued twice: the commit waits for the replicas as the grant did.
     auto commit = std::make_shared<const request>(call.kind->commit(call.lease, fence, call.options.node_timeout));
+    if (call.acks.on()) commit = std::make_shared<const request>(acknowledged(*commit, call.acks));
     auto result = co_await nodes.fan_out(commit, call.lease.routing_key(), token_lease::classify_commit,
-                                         nodes.majority(), until::decided, until);
+                                         nodes.majority(), until::decided, until, call.acks);
     if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted), std::uint64_t{0}};
-    const auto failure = decide_commit(result->tally, result->expired, until - clock::now(), call.options.min_validity);
+    const auto failure =
+        for_want_of_acks(decide_commit(result->tally, result->expired, until - clock::now(), call.options.min_validity),
+                         result->tally, result->unacknowledged());
     if (failure && call.diag) {
         access::set_nodes(*call.diag, result->outcomes(nodes.names()));
-        access::set_client_message(*call.diag, "a quorum granted the lock, but fencing token " + std::to_string(fence) +
-                                                   " was not committed on a quorum in time: " +
-                                                   tally_text(result->tally, "committed", "refused"));
+        access::set_client_message(*call.diag,
+                                   "a quorum granted the lock, but fencing token " + std::to_string(fence) +
+                                       " was not committed on a quorum in time: " + acks_text(call.acks, *result) +
+                                       tally_text(result->tally, "committed", "refused"));
     }
     co_return std::tuple{failure, fence};
 }
@@ -237,6 +273,7 @@ asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call
     out.failure = result->expired && result->tally.decide() == quorum_tally::decision::pending
                       ? make_error_code(error::no_quorum)  // nodes that ignored their deadline
                       : decide_acquire(result->tally, until - clock::now(), o.min_validity);
+    out.failure = for_want_of_acks(out.failure, result->tally, result->unacknowledged());
     const auto answered = read_answers(kind, *result);
     out.refused = result->tally.no() > 0;
     out.holder_ttl = shortest_wait(answered);
@@ -253,7 +290,7 @@ asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call
                              ? "a quorum granted, but only after " +
                                    std::to_string(std::chrono::duration_cast<ms>(clock::now() - start).count()) +
                                    " ms: the validity left was below the minimum"
-                             : tally_text(result->tally, "granted", "refused"));
+                             : acks_text(call->acks, *result) + tally_text(result->tally, "granted", "refused"));
     }
     std::uint64_t fence = 0;
     if (!out.failure && o.fencing) std::tie(out.failure, fence) = co_await issue_fence(*call, answered, until);
@@ -263,7 +300,7 @@ asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call
             if (result->answered(i) && result->votes[i] == vote::yes) out.granted_on.push_back(i);
         co_return out;
     }
-    lease_timing timing{o.ttl, o.drift_factor, o.watchdog, o.extend_interval, o.max_hold, o.node_timeout};
+    lease_timing timing{o.ttl, o.drift_factor, o.watchdog, o.extend_interval, o.max_hold, o.node_timeout, call->acks};
     // The lease keeps the quorum it was granted with.
     out.granted = std::make_shared<lease_state>(call->client, *kind.protocol, call->lease, result->tally.quorum(),
                                                 timing, fence, start, until);

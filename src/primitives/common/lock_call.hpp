@@ -33,6 +33,8 @@ struct lock_call {
     lease_spec lease;
     lock_options options;  ///< checked, with node_timeout set
     fence_step fence = fence_step::none;
+    /// Replica acknowledgement of every grant and fencing commit (off unless options.replica_acks > 0).
+    replica_acks acks;
     /// The grants an attempt needs: the majority for a lock, the permit quorum of its limit for a semaphore.
     std::size_t quorum = 0;
     diagnostics* diag = nullptr;
@@ -47,6 +49,9 @@ struct lock_call {
 std::string invalid_arguments(const client_impl& client, const std::vector<std::string>& keys, const lock_options& o,
                               const std::string& owner);
 
+/// The acknowledgement `o` asks for (`o` checked, node_timeout set): replica_ack_timeout 0 is node_timeout.
+replica_acks acks_of(const lock_options& o) noexcept;
+
 /// The lock call of `kind` for `lease`, with options `o` (checked: node_timeout is set from the ttl when 0).
 std::shared_ptr<lock_call> make_call(std::shared_ptr<client_impl> client, const lock_kind& kind, lease_spec lease,
                                      lock_options o, std::size_t quorum, diagnostics* diag);
@@ -57,7 +62,8 @@ boost::asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> run
     std::shared_ptr<const lock_call> call, bool one_attempt);
 
 /// Sends an attempt's acquire to every node and returns once the call's quorum rule decides it (`wait_for` as
-/// node_set::fan_out has it); with the kind's quorum_from, the rule is applied again as answers come in.
+/// node_set::fan_out has it); with the kind's quorum_from, the rule is applied again as answers come in. With
+/// replica acknowledgement the acquire goes out with its WAIT, and a grant counts only where it was acknowledged.
 boost::asio::awaitable<std::shared_ptr<fan_out_state>> fan_out_acquire(std::shared_ptr<const lock_call> call,
                                                                        std::shared_ptr<const request> acquire,
                                                                        until wait_for = until::decided);

@@ -23,6 +23,16 @@ std::string lock_options::invalid() const
     if (o.watchdog && o.extend_interval == ms(0) && o.ttl / 3 >= validity)
         return "ttl is too short for the watchdog: ttl / 3 must be below the validity (ttl - drift)";
     if (o.max_hold < ms(0)) return "max_hold must not be negative";
+    if (o.replica_acks < 0) return "replica_acks must not be negative";
+    if (o.replica_ack_timeout < ms(0)) return "replica_ack_timeout must not be negative";
+    // A request that carries a WAIT may take its node timeout plus the WAIT's: T below.
+    const auto node_timeout = o.node_timeout > ms(0) ? o.node_timeout : detail::default_node_timeout(o.ttl);
+    const auto request_time =
+        o.replica_acks > 0 ? node_timeout + (o.replica_ack_timeout > ms(0) ? o.replica_ack_timeout : node_timeout)
+                           : node_timeout;
+    if (o.replica_acks > 0 && request_time >= validity)
+        return "node_timeout + replica_ack_timeout must be below the validity (ttl - drift): a grant that waits for "
+               "its replicas that long would never be valid";
     if (o.fair && (o.waiter_ttl < ms(100) || o.waiter_ttl > std::chrono::hours(1)))
         return "waiter_ttl must be in [100 ms, 1 h]";
     // The heartbeat budget. A fair waiter heartbeats on a node when its attempt's script runs there: at s, between
@@ -32,9 +42,13 @@ std::string lock_options::invalid() const
     // client's attempt gate, where other waiters' attempts could hold it any time), and runs on the node by T later.
     // So heartbeats come at most T + waiter_ttl / 3 + T apart, below waiter_ttl iff waiter_ttl > 3 T. (A first
     // attempt over N nodes sends two requests, the ticket's first: it heartbeats with the second, and joins with it.)
-    if (o.fair && 3 * (o.node_timeout > ms(0) ? o.node_timeout : detail::default_node_timeout(o.ttl)) >= o.waiter_ttl)
-        return "waiter_ttl must be above 3 node timeouts (a fair waiter's heartbeats come up to waiter_ttl / 3 plus "
-               "two node timeouts apart)";
+    // With replica acknowledgement T is the node timeout plus the WAIT's.
+    if (o.fair && 3 * request_time >= o.waiter_ttl)
+        return o.replica_acks > 0
+                   ? "waiter_ttl must be above 3 times node_timeout + replica_ack_timeout (a fair waiter's heartbeats "
+                     "come up to waiter_ttl / 3 plus two request deadlines apart)"
+                   : "waiter_ttl must be above 3 node timeouts (a fair waiter's heartbeats come up to waiter_ttl / 3 "
+                     "plus two node timeouts apart)";
     return {};
 }
 

@@ -84,7 +84,9 @@ lock_options as_lock_options(const semaphore_options& s)
             .extend_interval = s.extend_interval,
             .max_hold = s.max_hold,
             .fair = s.fair,
-            .waiter_ttl = s.waiter_ttl};
+            .waiter_ttl = s.waiter_ttl,
+            .replica_acks = s.replica_acks,
+            .replica_ack_timeout = s.replica_ack_timeout};
 }
 
 std::string invalid_semaphore_arguments(const client_impl& client, const std::string& name, std::int64_t limit,

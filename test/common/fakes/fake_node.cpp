@@ -74,25 +74,45 @@ script_kind kind_of(const std::string& sha)
     return script_kind::other;
 }
 
-// The words of the first command of a request without scripts (bulk strings only, as request::push writes).
-std::vector<std::string> first_command(std::string_view payload)
+// The words of each command of a request (bulk strings only, as request::push writes).
+std::vector<std::vector<std::string>> commands_of(std::string_view payload)
 {
-    std::vector<std::string> words;
+    std::vector<std::vector<std::string>> commands;
     auto line = [&payload]() {
         const auto end = payload.find("\r\n");
         auto text = payload.substr(0, end);
         payload.remove_prefix(end == std::string_view::npos ? payload.size() : end + 2);
         return text;
     };
-    const auto header = line();
-    if (header.empty() || header[0] != '*') return words;
-    const auto count = std::stoul(std::string(header.substr(1)));
-    for (std::size_t i = 0; i < count; ++i) {
-        const auto length = std::stoul(std::string(line().substr(1)));
-        words.emplace_back(payload.substr(0, length));
-        payload.remove_prefix(length + 2);
+    while (!payload.empty()) {
+        const auto header = line();
+        if (header.empty() || header[0] != '*') break;
+        auto& words = commands.emplace_back();
+        const auto count = std::stoul(std::string(header.substr(1)));
+        for (std::size_t i = 0; i < count; ++i) {
+            const auto length = std::stoul(std::string(line().substr(1)));
+            words.emplace_back(payload.substr(0, length));
+            payload.remove_prefix(length + 2);
+        }
     }
-    return words;
+    return commands;
+}
+
+// The first command of a request without scripts.
+std::vector<std::string> first_command(std::string_view payload)
+{
+    auto commands = commands_of(payload);
+    return commands.empty() ? std::vector<std::string>{} : std::move(commands.front());
+}
+
+// A request that ends with WAIT: its numbers go into the record.
+void read_wait(std::string_view payload, exec_record& r)
+{
+    r.payload = std::string(payload);
+    const auto commands = commands_of(payload);
+    if (commands.size() < 2 || commands.back().size() != 3 || commands.back()[0] != "WAIT") return;
+    r.wait_replicas = std::stoll(commands.back()[1]);
+    r.wait_timeout = std::stoll(commands.back()[2]);
 }
 
 // Completes `h` on its associated executor (the node's executor otherwise), never inline.
@@ -104,7 +124,8 @@ void complete(const asio::any_io_executor& ex, node::completion h, error_code ec
 struct held_exec {
     response* resp;
     node::completion done;
-    bool batched = false;  // a watchdog batch: the delivered reply is its element
+    bool batched = false;               // a watchdog batch: the delivered reply is its element
+    std::optional<resp::value> wait{};  // the reply of the request's WAIT, after its own
 };
 
 class state final : public fake_node_control {
@@ -141,6 +162,7 @@ public:
         held_.pop_front();
         h.resp->clear();
         h.resp->push_back(h.batched ? array({std::move(value)}) : std::move(value));
+        if (h.wait) h.resp->push_back(std::move(*h.wait));
         complete(ex_, std::move(h.done), {});
         return true;
     }
@@ -198,8 +220,10 @@ public:
         resp::value replies = array({});
         std::optional<action> other;  // the first lease whose outcome is not a reply (delays: the longest)
         std::chrono::milliseconds delay{0};
+        exec_record waited;
+        read_wait(req.payload(), waited);
         for (std::size_t a = 1 + numkeys; a + 2 < p.size(); a += 3) {
-            exec_record r;
+            exec_record r = waited;
             r.kind = script_kind::extend;
             r.timeout = req.timeout();
             r.routing_key = std::string(routing_key);
@@ -221,7 +245,7 @@ public:
         if (!other)
             other = delay.count() > 0 ? action::delayed(delay, std::move(replies)) : action::reply(std::move(replies));
         const bool batched_hold = other->kind == action::what::hold;
-        act(ex, req, resp, *other, script_kind::extend, std::move(h));
+        act(ex, req, resp, *other, script_kind::extend, wait_reply(waited), std::move(h));
         if (batched_hold) held_.back().batched = true;
     }
 
@@ -235,6 +259,7 @@ public:
         exec_record r;
         r.timeout = req.timeout();
         r.routing_key = std::string(routing_key);
+        read_wait(req.payload(), r);
         if (!req.script_calls().empty()) {
             const auto& call = req.script_calls().front();
             r.kind = kind_of(call.code.sha1());
@@ -251,30 +276,46 @@ public:
         received_.push_back(r);
         if (closed_) return complete(ex, std::move(h), make_error_code(error::closed));
 
-        act(ex, req, resp, decide(r), r.kind, std::move(h));
+        act(ex, req, resp, decide(r), r.kind, wait_reply(r), std::move(h));
     }
 
-    void act(const asio::any_io_executor& ex, const request& req, response& resp, const action& a, script_kind kind,
-             node::completion h)
+    // The reply of a request's WAIT, if it ends with one.
+    std::optional<resp::value> wait_reply(const exec_record& r) const
     {
+        if (!r.wait_replicas) return std::nullopt;
+        if (wait_reply_) return *wait_reply_;
+        const auto by_kind = acknowledging_by_kind_.find(r.kind);
+        const auto& acknowledging = by_kind != acknowledging_by_kind_.end() ? by_kind->second : acknowledging_;
+        return integer(acknowledging ? *acknowledging : *r.wait_replicas);
+    }
+
+    // `wait`: the reply of the request's WAIT, which follows the action's own replies.
+    void act(const asio::any_io_executor& ex, const request& req, response& resp, const action& a, script_kind kind,
+             std::optional<resp::value> wait, node::completion h)
+    {
+        const auto own_replies = req.expected_replies() - (wait ? 1 : 0);
         switch (a.kind) {
-            case action::what::reply:
-                fill(resp, req, a.value);
-                return complete(ex, std::move(h), a.ec);
+            case action::what::reply: {
+                fill(resp, own_replies, a.value);
+                const bool wait_failed = wait && wait->is_error();
+                if (wait) resp.push_back(std::move(*wait));
+                return complete(ex, std::move(h), wait_failed ? make_error_code(error::server_error) : a.ec);
+            }
             case action::what::fail:
                 return complete(ex, std::move(h), a.ec);
             case action::what::hold:
-                held_.push_back({&resp, std::move(h), false});
+                held_.push_back({&resp, std::move(h), false, std::move(wait)});
                 return;
             case action::what::silent:
             case action::what::delay: {
                 auto timer = std::make_shared<asio::steady_timer>(ex);
                 const bool silent = a.kind == action::what::silent;
                 timer->expires_after(silent ? req.timeout() : a.after);
-                auto on_time = [timer, resp_p = &resp, value = a.value, silent, ex, replies = req.expected_replies(),
-                                h = std::move(h)](error_code) mutable {
+                auto on_time = [timer, resp_p = &resp, value = a.value, silent, ex, replies = own_replies,
+                                wait = std::move(wait), h = std::move(h)](error_code) mutable {
                     if (silent) return complete(ex, std::move(h), make_error_code(error::timeout));
                     fill(*resp_p, replies, std::move(value));
+                    if (wait) resp_p->push_back(std::move(*wait));
                     complete(ex, std::move(h), {});
                 };
                 timer->async_wait(std::move(on_time));
@@ -323,6 +364,16 @@ public:
 
     std::uint32_t server_version() const { return server_version_; }
     void set_server_version(std::uint32_t v) override { server_version_ = v; }
+    void set_acknowledging_replicas(std::optional<std::int64_t> replicas) override
+    {
+        acknowledging_ = replicas;
+        acknowledging_by_kind_.clear();
+    }
+    void set_acknowledging_replicas(script_kind kind, std::optional<std::int64_t> replicas) override
+    {
+        acknowledging_by_kind_[kind] = replicas;
+    }
+    void set_wait_reply(std::optional<resp::value> reply) override { wait_reply_ = std::move(reply); }
 
 private:
     // One reply per expected reply: a pipelined request's action holds them as one array.
@@ -334,10 +385,6 @@ private:
         } else {
             resp.push_back(std::move(value));
         }
-    }
-    static void fill(response& resp, const request& req, resp::value value)
-    {
-        fill(resp, req.expected_replies(), std::move(value));
     }
 
     action decide(const exec_record& r)
@@ -369,6 +416,9 @@ private:
     bool closed_ = false;
     bool destroyed_ = false;
     std::uint32_t server_version_ = 60200;
+    std::optional<std::int64_t> acknowledging_;
+    std::map<script_kind, std::optional<std::int64_t>> acknowledging_by_kind_;
+    std::optional<resp::value> wait_reply_;
     std::size_t requests_ = 0;
 };
 

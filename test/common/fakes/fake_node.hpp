@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ struct exec_record {
     std::size_t index = 0;    ///< how many requests of the same kind this node received before this one
     bool batched = false;     ///< an extension that came in the watchdog's batch (one request for many leases)
     std::size_t request = 0;  ///< which async_exec of this node carried it (0, 1, ...)
+    /// The request ended with `WAIT replicas timeout` (replica acknowledgement): its two numbers. The node answers it
+    /// after the request's own replies (fake_node_control::set_acknowledging_replicas).
+    std::optional<std::int64_t> wait_replicas;
+    std::optional<std::int64_t> wait_timeout;
+    std::string payload;  ///< the request's bytes, as a server would read them
 };
 
 /// The outcome a policy picks for one request.
@@ -111,6 +117,13 @@ public:
     /// Runs when a SUBSCRIBE arrives, before it completes, and says how it completes (empty: confirmed). The
     /// default confirms every subscription.
     virtual void on_subscribe(std::function<error_code(const std::vector<std::string>& channels)> f) = 0;
+    /// How many replicas a WAIT reports as having acknowledged; nullopt (the default): as many as it asks for.
+    virtual void set_acknowledging_replicas(std::optional<std::int64_t> replicas) = 0;
+    /// The same for the requests running `kind` only (a fencing commit acknowledged less than its acquire).
+    virtual void set_acknowledging_replicas(script_kind kind, std::optional<std::int64_t> replicas) = 0;
+    /// Every WAIT answers `reply` instead (an error reply: the request completes with error::server_error, as a
+    /// connection completes a request with an error reply in it); nullopt: back to the count.
+    virtual void set_wait_reply(std::optional<resp::value> reply) = 0;
     /// From now on a SUBSCRIBE is never answered (a node that hangs): it fails with error::closed when the node
     /// closes.
     virtual void hold_subscriptions() = 0;

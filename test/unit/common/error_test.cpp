@@ -9,9 +9,10 @@ using redlock::condition;
 using redlock::error;
 
 // The values are ABI: a program built against an older header compares error_code values with them. New errors go
-// at the end; an insertion or a reordering moves exceeds_limit and fails the build here.
+// at the end; an insertion or a reordering moves exceeds_limit or replica_acks and fails the build here.
 static_assert(static_cast<int>(error::invalid_argument) == 1);
 static_assert(static_cast<int>(error::exceeds_limit) == 18);
+static_assert(static_cast<int>(error::replica_acks) == 19);
 
 BOOST_AUTO_TEST_CASE(library_errors_map_to_conditions)
 {
@@ -26,6 +27,9 @@ BOOST_AUTO_TEST_CASE(library_errors_map_to_conditions)
     BOOST_TEST(make_error_code(error::protocol_error) == condition::protocol);
     BOOST_TEST(make_error_code(error::server_error) != condition::connection);
     BOOST_TEST(make_error_code(error::invalid_argument) != condition::timeout);
+    // Nodes answered and granted: neither a lock held by others nor nodes out of reach.
+    BOOST_TEST(make_error_code(error::replica_acks) != condition::not_acquired);
+    BOOST_TEST(make_error_code(error::replica_acks) != condition::connection);
 }
 
 BOOST_AUTO_TEST_CASE(socket_and_parser_errors_map_to_conditions)
@@ -39,6 +43,6 @@ BOOST_AUTO_TEST_CASE(socket_and_parser_errors_map_to_conditions)
 BOOST_AUTO_TEST_CASE(every_error_has_a_message_and_the_category_a_name)
 {
     BOOST_TEST(std::string(redlock::error_category().name()) == "redlock");
-    for (int e = static_cast<int>(error::invalid_argument); e <= static_cast<int>(error::exceeds_limit); ++e)
+    for (int e = static_cast<int>(error::invalid_argument); e <= static_cast<int>(error::replica_acks); ++e)
         BOOST_TEST(make_error_code(static_cast<error>(e)).message().find("redlock error") == std::string::npos);
 }

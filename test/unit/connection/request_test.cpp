@@ -67,6 +67,29 @@ BOOST_AUTO_TEST_CASE(a_script_runs_by_evalsha_and_can_fall_back_to_eval)
     BOOST_TEST(fallback.payload() == expected.payload());
 }
 
+// Replica acknowledgement: a WAIT after a script that hit NOSCRIPT acknowledged only the writes before it, so the
+// fallback sends it again after the EVAL it follows.
+BOOST_AUTO_TEST_CASE(the_eval_fallback_waits_again_after_the_scripts_it_resends)
+{
+    redlock::script s("return 1");
+    request r;
+    r.push_script(s, {"key"}, {"arg"});
+    r.push("WAIT", 1, 50);
+    BOOST_REQUIRE(r.wait_calls().size() == 1u);
+    BOOST_TEST(r.wait_calls()[0].reply_index == 1u);
+    BOOST_TEST(r.wait_calls()[0].replicas == "1");
+    BOOST_TEST(r.wait_calls()[0].timeout == "50");
+    auto fallback = request::eval_fallback({&r.script_calls()[0]}, {&r.wait_calls()[0]});
+    request expected;
+    expected.push("EVAL", s.source(), 1, "key", "arg");
+    expected.push("WAIT", 1, 50);
+    BOOST_TEST(fallback.payload() == expected.payload());
+    BOOST_TEST(fallback.expected_replies() == 2u);
+    request plain;
+    plain.push("SET", "k", "v");
+    BOOST_TEST(plain.wait_calls().empty());
+}
+
 BOOST_AUTO_TEST_CASE(script_sha1_matches_what_redis_computes)
 {
     // SCRIPT LOAD of this source returns this digest.
