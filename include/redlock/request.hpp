@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,6 +90,9 @@ public:
         std::size_t first_reply;    ///< index of its first confirmation among the request's replies
         std::size_t confirmations;  ///< one per channel
         pubsub_kind kind;
+        /// Its channels (or patterns), in the order the server confirms them: tells a confirmation of ours from a
+        /// `sunsubscribe` the server sends on its own.
+        std::vector<std::string> channels;
     };
     const std::vector<confirmed_command>& confirmed_commands() const noexcept { return confirmed_; }
 
@@ -123,9 +127,9 @@ private:
         payload_.reserve(payload_.size() + size);  // one allocation per command, not one per argument
         resp::append_command(payload_, views);
         ++commands_;
-        count_replies(views[0], views.size() - 1);
+        count_replies(views);
     }
-    void count_replies(std::string_view command, std::size_t arguments);
+    void count_replies(std::span<const std::string_view> command);
     void push_script_params(const script& s, std::vector<std::string> params);
 
     std::string payload_;
