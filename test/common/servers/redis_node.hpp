@@ -59,6 +59,7 @@ public:
 
 private:
     friend class cluster;
+    friend class sharded_cluster;
     struct deferred_start {};
     redis_node(node_options options, std::uint16_t port, deferred_start);
 
