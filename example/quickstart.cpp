@@ -112,6 +112,10 @@ asio::awaitable<void> requests(redlock::connection& conn)
 // [subscribe]
 asio::awaitable<void> subscribe(redlock::connection& conn)
 {
+    conn.set_subscription_lost_handler([](std::vector<std::string> channels) {
+        // on the connection's strand; must not block: a Cluster slot moved, subscribe them where it went
+        std::cout << "lost " << channels.size() << " channel(s), the first " << channels.front() << "\n";
+    });
     conn.set_push_handler([](const redlock::resp::value& push) { std::cout << "push " << to_string(push) << "\n"; });
     conn.set_message_handler([](std::string_view channel, std::string_view payload) {
         std::cout << "message on " << channel << ": " << payload << "\n";  // on the connection's strand; must not block
@@ -121,7 +125,9 @@ asio::awaitable<void> subscribe(redlock::connection& conn)
     auto [ec] = co_await conn.async_subscribe(channels, diag, asio::as_tuple(asio::use_awaitable));
     if (ec == redlock::error::server_error) std::cerr << diag.server_message() << "\n";  // NOPERM ...
     redlock::request publish;
-    publish.push("PUBLISH", "lock:orders", "order 42 released");  // on the same connection: RESP3 allows it
+    // Redis 7 subscribes sharded channels, which SPUBLISH reaches; 6.x classic ones (PUBLISH).
+    const char* command = conn.server_version() >= 70000 ? "SPUBLISH" : "PUBLISH";
+    publish.push(command, "lock:orders", "order 42 released");  // on the same connection: RESP3 allows it
     co_await conn.async_exec(publish, asio::use_awaitable);
     co_await conn.async_unsubscribe(channels, asio::use_awaitable);
 }

@@ -113,11 +113,17 @@ public:
             token, &req);
     }
 
-    /// Subscribes to pub/sub `channels` (SUBSCRIBE). Completes with:
+    /// Subscribes to pub/sub `channels`: sharded channels (SSUBSCRIBE) on Redis >= 7.0, where the library's
+    /// scripts publish with SPUBLISH, classic ones (SUBSCRIBE) on 6.x; the command is chosen when the request is
+    /// written, by the version of the server it is written to (server_version()). SSUBSCRIBE takes channels of one
+    /// hash slot per call (a release channel and its lock key share one, key_layout.hpp). Completes with:
     /// - success: the server confirmed every channel. From then on the connection remembers them and subscribes
-    ///   again in the handshake of every reconnect, before it serves queued requests;
+    ///   again in the handshake of every reconnect, before it serves queued requests, with the command of the
+    ///   server it reconnected to;
     /// - error::server_error: the server refused the command (one error for all the channels, e.g. `NOPERM` for
-    ///   an ACL user without channel rights); none of them is subscribed or remembered; its text is in `diag`;
+    ///   an ACL user without channel rights; on a Redis Cluster master that does not own the channels' slot,
+    ///   `MOVED <slot> <host>:<port>`, `CROSSSLOT` for channels of several slots); none of them is subscribed or
+    ///   remembered; its text is in `diag`;
     /// - error::timeout (deadline: config().request_timeout), error::not_connected, error::connection_lost,
     ///   error::closed, error::invalid_argument (no channels), operation_aborted: as async_exec. A SUBSCRIBE
     ///   written before it timed out or was cancelled may still be confirmed later; the channels are then
@@ -143,7 +149,8 @@ public:
             token, std::move(channels));
     }
 
-    /// Unsubscribes from `channels` (UNSUBSCRIBE). The connection forgets them at once: they are not restored
+    /// Unsubscribes from `channels` (SUNSUBSCRIBE on Redis >= 7.0, UNSUBSCRIBE on 6.x, as async_subscribe
+    /// subscribed them). The connection forgets them at once: they are not restored
     /// after a reconnect even if this operation fails. Channels never subscribed are fine (the server confirms
     /// them too). Completes when the server confirmed every channel; errors as async_subscribe.
     /// Signature: void(error_code). Cancellation: as async_exec.
@@ -157,10 +164,20 @@ public:
             token, std::move(channels));
     }
 
-    /// Receives pub/sub messages (`message`, and `pmessage`/`smessage` of subscriptions made by async_exec) on
-    /// the connection's strand: the channel and the payload, valid during the call. The handler must not block;
-    /// what it throws is dropped. Replaces any earlier handler.
+    /// Receives pub/sub messages (`smessage` of sharded channels, `message` of classic ones, and `pmessage` of
+    /// patterns subscribed by async_exec) on the connection's strand: the channel and the payload, valid during the
+    /// call. The handler must not block; what it throws is dropped. Replaces any earlier handler.
     void set_message_handler(std::function<void(std::string_view channel, std::string_view payload)> handler);
+
+    /// Hears of subscribed channels the connection lost without an async_unsubscribe of them, on the connection's
+    /// strand: `channels` the server unsubscribed on its own (a Redis Cluster master sends `sunsubscribe` for each
+    /// sharded channel of a slot it no longer owns, after a failover or a slot migration: one call per push), or
+    /// refused to subscribe again in the handshake of a reconnect (`MOVED` on a Cluster, `NOPERM` after an ACL
+    /// change: one call per handshake). They are no longer remembered nor restored; their messages now reach
+    /// whoever subscribes where the slot went (a Cluster node subscribes them at the new owner). Never called on a
+    /// standalone Redis that keeps its rights. The handler must not block; what it throws is dropped. Replaces any
+    /// earlier handler.
+    void set_subscription_lost_handler(std::function<void(std::vector<std::string> channels)> handler);
 
     /// Receives every server push, raw (pub/sub messages, subscribe confirmations, invalidations...), on the
     /// connection's strand, before the message handler. The handler must not block. Replaces any earlier handler.

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,6 +90,9 @@ public:
         std::size_t first_reply;    ///< index of its first confirmation among the request's replies
         std::size_t confirmations;  ///< one per channel
         pubsub_kind kind;
+        /// Its channels (or patterns), in the order the server confirms them: tells a confirmation of ours from a
+        /// `sunsubscribe` the server sends on its own.
+        std::vector<std::string> channels;
     };
     const std::vector<confirmed_command>& confirmed_commands() const noexcept { return confirmed_; }
 
@@ -132,10 +136,10 @@ private:
         payload_.reserve(payload_.size() + size);  // one allocation per command, not one per argument
         resp::append_command(payload_, views);
         ++commands_;
-        count_replies(views[0], views.size() - 1);
+        count_replies(views);
         if (views.size() == 3) note_wait(views[0], views[1], views[2]);
     }
-    void count_replies(std::string_view command, std::size_t arguments);
+    void count_replies(std::span<const std::string_view> command);
     void note_wait(std::string_view command, std::string_view replicas, std::string_view timeout);
     void push_script_params(const script& s, std::vector<std::string> params);
 

@@ -25,6 +25,8 @@ struct usage {
     std::uint64_t disconnects = 0;         ///< established connections that broke
     std::uint64_t resubscribes = 0;        ///< channels subscribed again in the handshake of a reconnect
     std::uint64_t subscribe_refusals = 0;  ///< channels the server refused (async_subscribe or a restore)
+    /// channels the server unsubscribed on its own (a Cluster master whose slot moved away: `sunsubscribe`)
+    std::uint64_t subscriptions_lost = 0;
 };
 
 /// A cumulative histogram with fixed bucket bounds, as Prometheus reads one.

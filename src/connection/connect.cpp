@@ -1,8 +1,15 @@
 // One connection attempt: a fresh stream (resolve, connect, TLS) and the handshake, all within connect_timeout.
 // The handshake is one request in one write, answered in one round trip (handshake.hpp says what it holds and
 // what its replies mean); it restores the subscriptions before the writer sends any queued request.
+#if defined(__GNUC__) && !defined(__clang__)
+// g++ 12 pairs the aligned_alloc of an Asio coroutine frame with the frame's own operator delete (which frees
+// it correctly) and reports -Wmismatched-new-delete, for some frames only, as its inlining decides.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 #include "connection/connection_impl.hpp"
 #include "connection/handshake.hpp"
+#include "connection/server_version.hpp"
 
 #include <redlock/detail/access.hpp>
 
@@ -39,16 +46,13 @@ asio::awaitable<error_code> connection_impl::connect_once(diagnostics& diag)
 
 asio::awaitable<error_code> connection_impl::handshake(diagnostics& diag)
 {
-    const auto sent = make_handshake(config_, subscriptions_.to_restore());
-    auto payload = sent.commands.payload();
-    auto [wec, written] = co_await async_write(*transport_, asio::buffer(payload.data(), payload.size()), use_tuple);
-    if (wec) {
-        access::set_client_message(diag, "cannot send the handshake to " + config_.to_string() + ": " + wec.message());
-        co_return wec;
-    }
+    // The restores guess the server's version from the last session (subscriptions exist only after one).
+    const bool guess = sharded_pubsub(server_version_.load(std::memory_order_relaxed));
+    const auto sent = make_handshake(config_, subscriptions_.to_restore(), guess);
+    std::vector<std::string> dropped;  // channels the server unsubscribed on its own meanwhile
     response replies;
-    if (auto ec = co_await read_replies(sent.commands.expected_replies(), replies, diag)) co_return ec;
-    const auto outcome = read_handshake(sent, replies);
+    if (auto ec = co_await exchange(sent, replies, dropped, diag)) co_return ec;
+    auto outcome = read_handshake(sent, replies);
     if (!outcome.server_message.empty()) access::set_server_message(diag, outcome.server_message);
     if (!outcome.client_message.empty()) {
         access::set_client_message(
@@ -56,15 +60,56 @@ asio::awaitable<error_code> connection_impl::handshake(diagnostics& diag)
     }
     if (outcome.ec) co_return outcome.ec;
     server_version_.store(outcome.server_version, std::memory_order_relaxed);
-    for (const auto& channel : outcome.refused) subscriptions_.restore_refused(channel);
+    const bool sharded = sharded_pubsub(outcome.server_version);
+    if (!sent.channels.empty() && sharded != guess) {
+        // The server's version changed across the reconnect: undo the restores, subscribe with its own command.
+        const auto again = make_resubscribe(outcome.restored, guess, sent.channels, sharded);
+        response more;
+        if (auto ec = co_await exchange(again, more, dropped, diag)) co_return ec;
+        const auto redone = read_handshake(again, more);
+        if (redone.ec) {
+            access::set_client_message(diag, "unexpected reply to the resubscription on " + config_.to_string() + ": " +
+                                                 redone.client_message);
+            co_return redone.ec;
+        }
+        outcome.restored = redone.restored;
+        outcome.refused = redone.refused;
+    }
+    std::vector<std::string> lost;
+    for (const auto& channel : outcome.refused)
+        if (subscriptions_.restore_refused(channel)) lost.push_back(channel);
+    for (const auto& channel : dropped) {
+        if (subscriptions_.server_unsubscribed(channel)) {
+            lost.push_back(channel);
+            atomic_usage::add(stats_.subscriptions_lost);
+        }
+    }
     atomic_usage::add(stats_.subscribe_refusals, outcome.refused.size());
     atomic_usage::add(stats_.resubscribes, outcome.restored.size());
+    pushes_.lost(std::move(lost));
     co_return error_code{};
 }
 
+// Sends one exchange of the handshake and reads its replies.
+asio::awaitable<error_code> connection_impl::exchange(const handshake_request& sent, response& replies,
+                                                      std::vector<std::string>& dropped, diagnostics& diag)
+{
+    auto payload = sent.commands.payload();
+    auto [wec, written] = co_await async_write(*transport_, asio::buffer(payload.data(), payload.size()), use_tuple);
+    if (wec) {
+        access::set_client_message(diag, "cannot send the handshake to " + config_.to_string() + ": " + wec.message());
+        co_return wec;
+    }
+    const bool unsubscribes_sharded = !sent.undone.empty() && sent.undo_sharded;
+    co_return co_await read_replies(sent.commands.expected_replies(), replies,
+                                    unsubscribes_sharded ? nullptr : &dropped, diag);
+}
+
 // The handshake's replies, before the reader loop runs. A subscribe confirmation is the reply of a restoring
-// SUBSCRIBE; a message published between two of them goes to the handlers.
-asio::awaitable<error_code> connection_impl::read_replies(std::size_t count, response& out, diagnostics& diag)
+// subscribe; a message published between two of them goes to the handlers. With `dropped`, a `sunsubscribe` is no
+// reply (the exchange sends no SUNSUBSCRIBE) but the server's own (a Cluster slot moved away): its channel goes there.
+asio::awaitable<error_code> connection_impl::read_replies(std::size_t count, response& out,
+                                                          std::vector<std::string>* dropped, diagnostics& diag)
 {
     for (;;) {
         error_code ec;
@@ -78,7 +123,12 @@ asio::awaitable<error_code> connection_impl::read_replies(std::size_t count, res
             if (value->data_type == resp::type::push) {
                 atomic_usage::add(stats_.pushes);
                 pushes_.deliver(*value);
-                if (!confirmation_kind(*value)) continue;
+                const auto kind = confirmation_kind(*value);
+                if (!kind) continue;
+                if (*kind == pubsub_kind::sunsubscribe && dropped) {
+                    dropped->push_back(value->elements[1].text);
+                    continue;
+                }
             }
             out.push_back(std::move(*value));
         }

@@ -29,9 +29,9 @@ connection_impl::connection_impl(asio::any_io_executor ex, node_config config, t
 usage atomic_usage::snapshot() const noexcept
 {
     auto get = [](const std::atomic<std::uint64_t>& v) { return v.load(std::memory_order_relaxed); };
-    return usage{get(writes),      get(bytes_written), get(bytes_read),        get(requests),
-                 get(replies),     get(pushes),        get(abandoned),         get(connects),
-                 get(disconnects), get(resubscribes),  get(subscribe_refusals)};
+    return usage{get(writes),      get(bytes_written), get(bytes_read),         get(requests),
+                 get(replies),     get(pushes),        get(abandoned),          get(connects),
+                 get(disconnects), get(resubscribes),  get(subscribe_refusals), get(subscriptions_lost)};
 }
 
 void start_connect(const std::shared_ptr<connection_impl>& impl, diagnostics* diag, completion handler)
@@ -95,6 +95,13 @@ void connection::set_message_handler(std::function<void(std::string_view, std::s
 {
     boost::asio::dispatch(impl_->strand(), [impl = impl_, h = std::move(handler)]() mutable {
         impl->pushes().set_message_handler(std::move(h));
+    });
+}
+
+void connection::set_subscription_lost_handler(std::function<void(std::vector<std::string> channels)> handler)
+{
+    boost::asio::dispatch(impl_->strand(), [impl = impl_, h = std::move(handler)]() mutable {
+        impl->pushes().set_lost_handler(std::move(h));
     });
 }
 

@@ -47,11 +47,12 @@ using clock = std::chrono::steady_clock;
 inline constexpr auto use_tuple = boost::asio::as_tuple(boost::asio::use_awaitable);
 
 class exec_op;
+struct handshake_request;
 
 /// The counters of usage, written on the strand and read from any thread.
 struct atomic_usage {
     std::atomic<std::uint64_t> writes{0}, bytes_written{0}, bytes_read{0}, requests{0}, replies{0}, pushes{0},
-        abandoned{0}, connects{0}, disconnects{0}, resubscribes{0}, subscribe_refusals{0};
+        abandoned{0}, connects{0}, disconnects{0}, resubscribes{0}, subscribe_refusals{0}, subscriptions_lost{0};
 
     usage snapshot() const noexcept;
     static void add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) noexcept
@@ -107,11 +108,15 @@ private:
     // connect.cpp
     boost::asio::awaitable<error_code> connect_once(diagnostics& diag);
     boost::asio::awaitable<error_code> handshake(diagnostics& diag);
-    boost::asio::awaitable<error_code> read_replies(std::size_t count, response& out, diagnostics& diag);
+    boost::asio::awaitable<error_code> exchange(const handshake_request& sent, response& replies,
+                                                std::vector<std::string>& dropped, diagnostics& diag);
+    boost::asio::awaitable<error_code> read_replies(std::size_t count, response& out, std::vector<std::string>* dropped,
+                                                    diagnostics& diag);
 
     // reader.cpp
     boost::asio::awaitable<error_code> reader_loop();
     void on_value(resp::value& value, error_code& ec);
+    void on_server_unsubscribed(const std::string& channel);
 
     // writer.cpp
     boost::asio::awaitable<error_code> writer_loop();

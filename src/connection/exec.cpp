@@ -1,4 +1,5 @@
 #include "connection/exec.hpp"
+#include "connection/server_version.hpp"
 
 #include <redlock/detail/access.hpp>
 
@@ -70,6 +71,26 @@ void exec_op::finish(error_code ec)
         (*response_)[fallback_indexes_[i]] = std::move(fallback_response_[i]);
     const bool any_error = std::any_of(response_->begin(), response_->end(), [](auto& v) { return v.is_error(); });
     complete(any_error ? make_error_code(error::server_error) : error_code{});
+}
+
+void exec_op::before_write()
+{
+    if (!call_ || call_->channels.empty()) return;
+    auto conn = conn_.lock();
+    if (!conn) return;
+    const bool sharded = sharded_pubsub(conn->server_version());
+    if (sharded != call_->sharded) call_->build(sharded);
+}
+
+void pubsub_call::build(bool sharded_commands)
+{
+    sharded = sharded_commands;
+    req.clear();
+    if (channels.empty()) return;
+    if (subscribe)
+        req.push_range(sharded ? "SSUBSCRIBE" : "SUBSCRIBE", channels);
+    else
+        req.push_range(sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE", channels);
 }
 
 void exec_op::confirmed(const resp::value& push)
@@ -198,7 +219,7 @@ void start_pubsub(const std::shared_ptr<connection_impl>& impl, bool subscribe, 
     call->subscribe = subscribe;
     call->channels = std::move(channels);
     call->diag = diag;
-    if (!call->channels.empty()) call->req.push_range(subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE", call->channels);
+    call->build(sharded_pubsub(impl->server_version()));  // the last session's guess; before_write checks it
     auto op = std::make_shared<exec_op>(impl, std::move(call), std::move(handler));
     asio::dispatch(impl->strand(), [op] { op->start(); });
 }

@@ -30,6 +30,10 @@ struct pubsub_call {
     request req;
     response resp;
     subscription_tracker::call order = 0;  // to apply its confirmations in stream order
+    bool sharded = false;                  // `req` holds SSUBSCRIBE / SUNSUBSCRIBE rather than their classic kin
+
+    /// (Re)writes `req` with the sharded or the classic command, as the server's version calls for.
+    void build(bool sharded_commands);
 };
 
 // It holds its connection weakly: the connection holds it (in the multiplexer), and a cycle would leak both if
@@ -44,6 +48,9 @@ public:
     void start();
     void finish(error_code ec) override;
     void confirmed(const resp::value& push) override;
+    /// A subscribe or unsubscribe takes the command of the server it is written to (connection_impl::server_version
+    /// is that of the current session once the writer runs).
+    void before_write() override;
     /// The request's deadline passed (the connection's deadline timer took it off its list).
     void on_deadline();
 

@@ -4,7 +4,16 @@
 
 namespace redlock::detail {
 
-handshake_request make_handshake(const node_config& config, std::vector<std::string> channels)
+namespace {
+void push_subscribes(handshake_request& out, std::vector<std::string> channels, bool sharded)
+{
+    for (const auto& channel : channels) out.commands.push(sharded ? "SSUBSCRIBE" : "SUBSCRIBE", channel);
+    out.channels = std::move(channels);
+    out.sharded = sharded;
+}
+}  // namespace
+
+handshake_request make_handshake(const node_config& config, std::vector<std::string> channels, bool sharded)
 {
     handshake_request out;
     std::vector<std::string> hello{"3"};
@@ -15,8 +24,19 @@ handshake_request make_handshake(const node_config& config, std::vector<std::str
     out.commands.push_range("HELLO", hello);
     out.selects_db = config.db != 0;
     if (out.selects_db) out.commands.push("SELECT", config.db);
-    for (const auto& channel : channels) out.commands.push("SUBSCRIBE", channel);
-    out.channels = std::move(channels);
+    push_subscribes(out, std::move(channels), sharded);
+    return out;
+}
+
+handshake_request make_resubscribe(std::vector<std::string> undo, bool undo_sharded, std::vector<std::string> channels,
+                                   bool sharded)
+{
+    handshake_request out;
+    out.says_hello = false;
+    if (!undo.empty()) out.commands.push_range(undo_sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE", undo);
+    out.undone = std::move(undo);
+    out.undo_sharded = undo_sharded;
+    push_subscribes(out, std::move(channels), sharded);
     return out;
 }
 
@@ -46,10 +66,10 @@ handshake_outcome out_of_step(std::string what)
     return out;
 }
 
-// [subscribe, channel, count] for this very channel.
-bool confirms(const resp::value& reply, const std::string& channel)
+// [kind, channel, count] for this very channel.
+bool confirms(const resp::value& reply, pubsub_kind kind, const std::string& channel)
 {
-    return confirmation_kind(reply) == pubsub_kind::subscribe && reply.elements[1].text == channel;
+    return confirmation_kind(reply) == kind && reply.elements[1].text == channel;
 }
 
 }  // namespace
@@ -60,23 +80,32 @@ handshake_outcome read_handshake(const handshake_request& sent, const response& 
         return out_of_step(std::to_string(replies.size()) + " replies to a handshake of " +
                            std::to_string(sent.commands.expected_replies()) + " commands");
     }
-    const auto& hello = replies[0];
-    if (hello.is_error()) return refused_by_server(hello_error(hello.error_text()), hello);
-    std::size_t next = 1;
+    handshake_outcome out;
+    std::size_t next = 0;
+    if (sent.says_hello) {
+        const auto& hello = replies[next++];
+        if (hello.is_error()) return refused_by_server(hello_error(hello.error_text()), hello);
+        out.server_version = server_version_of_hello(hello);
+    }
     if (sent.selects_db) {
         if (replies[next].is_error()) return refused_by_server(error::server_error, replies[next]);
         ++next;
     }
-    handshake_outcome out;
-    out.server_version = server_version_of_hello(hello);
+    const auto undo = sent.undo_sharded ? pubsub_kind::sunsubscribe : pubsub_kind::unsubscribe;
+    for (const auto& channel : sent.undone) {
+        const auto& reply = replies[next++];
+        if (!confirms(reply, undo, channel))
+            return out_of_step("the unsubscribe of '" + channel + "' was answered by " + to_string(reply));
+    }
+    const auto kind = sent.sharded ? pubsub_kind::ssubscribe : pubsub_kind::subscribe;
     for (const auto& channel : sent.channels) {
         const auto& reply = replies[next++];
         if (reply.is_error()) {
             out.refused.push_back(channel);
-        } else if (confirms(reply, channel)) {
+        } else if (confirms(reply, kind, channel)) {
             out.restored.push_back(channel);
         } else {
-            return out_of_step("the SUBSCRIBE of '" + channel + "' was answered by " + to_string(reply));
+            return out_of_step("the subscribe of '" + channel + "' was answered by " + to_string(reply));
         }
     }
     return out;

@@ -1,7 +1,12 @@
 // The first exchange of every connection attempt, as one pipelined request sent in one write and answered in one
-// round trip: HELLO 3 (with AUTH and SETNAME when configured), SELECT when the URL names a db, and one SUBSCRIBE
+// round trip: HELLO 3 (with AUTH and SETNAME when configured), SELECT when the URL names a db, and one subscribe
 // per channel to restore (one each, so that a refusal drops that channel alone). And what its replies mean. Pure:
 // connect.cpp sends it and reads the replies; unit tests feed it replies.
+//
+// The restores subscribe as the server's version calls for (SSUBSCRIBE from Redis 7.0, SUBSCRIBE before), but the
+// version arrives with HELLO's reply, after they were sent: they take the last session's, and when the server's
+// version changed across the reconnect (an upgrade, a downgrade) a second exchange, the resubscription, undoes what
+// they subscribed and subscribes again with the right command.
 #pragma once
 
 #include <redlock/error.hpp>
@@ -17,11 +22,24 @@ namespace redlock::detail {
 
 struct handshake_request {
     request commands;
+    bool says_hello = true;  ///< HELLO comes first (false: a resubscription)
     bool selects_db = false;
-    std::vector<std::string> channels;  ///< the SUBSCRIBEs after HELLO (and SELECT), in order
+    /// A resubscription's first command unsubscribes these (SUNSUBSCRIBE when `undo_sharded`, else UNSUBSCRIBE).
+    std::vector<std::string> undone;
+    bool undo_sharded = false;
+    std::vector<std::string> channels;  ///< the subscribes after HELLO (and SELECT), one channel each, in order
+    bool sharded = false;               ///< they are SSUBSCRIBEs (else SUBSCRIBEs)
 };
 
-handshake_request make_handshake(const node_config& config, std::vector<std::string> channels);
+/// The handshake: the restores of `channels` with SSUBSCRIBE when `sharded` (the last session's server was a 7.x),
+/// else SUBSCRIBE.
+handshake_request make_handshake(const node_config& config, std::vector<std::string> channels, bool sharded = false);
+
+/// The second exchange after a handshake whose restores used the other command than the server's version calls
+/// for: unsubscribes `undo` (the channels they subscribed, with the kin of their command, `undo_sharded`), then
+/// subscribes each of `channels` with the command of the server (`sharded`).
+handshake_request make_resubscribe(std::vector<std::string> undo, bool undo_sharded, std::vector<std::string> channels,
+                                   bool sharded);
 
 /// What the handshake's replies say.
 struct handshake_outcome {
@@ -36,8 +54,9 @@ struct handshake_outcome {
     std::vector<std::string> refused;   ///< channels it refused: no longer kept
 };
 
-/// Reads `replies`, one per reply `sent` expects, in order. Each SUBSCRIBE's reply is its own: a confirmation
+/// Reads `replies`, one per reply `sent` expects, in order. Each subscribe's reply is its own: a confirmation
 /// of that channel, or an error. Restored and refused channels are reported only when HELLO and SELECT succeeded.
+/// A resubscription's replies read the same way (no HELLO, no SELECT; its unsubscribes must all be confirmed).
 handshake_outcome read_handshake(const handshake_request& sent, const response& replies);
 
 }  // namespace redlock::detail

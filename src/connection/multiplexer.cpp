@@ -8,9 +8,6 @@ void multiplexer::add(std::shared_ptr<exec_entry> entry)
 {
     entry->status_ = exec_entry::status::waiting;
     entry->abandoned_ = false;
-    entry->remaining_ = entry->request_->expected_replies();
-    entry->next_reply_ = 0;
-    entry->confirmed_ = entry->request_->confirmed_commands();
     queue_.push_back(std::move(entry));
 }
 
@@ -36,6 +33,11 @@ std::string_view multiplexer::prepare_write()
     write_buffer_.clear();
     for (std::size_t i = first_waiting_; i < queue_.size(); ++i) {
         auto& entry = *queue_[i];
+        entry.before_write();
+        // Counted now, from the request as written (before_write may have changed it).
+        entry.remaining_ = entry.request_->expected_replies();
+        entry.next_reply_ = 0;
+        entry.confirmed_ = entry.request_->confirmed_commands();
         write_buffer_ += entry.request_->payload();
         entry.status_ = exec_entry::status::staged;
     }
@@ -67,6 +69,15 @@ const request::confirmed_command* due_confirmation(const std::vector<request::co
     return nullptr;
 }
 
+// `push`, a sunsubscribe, confirms the channel the SUNSUBSCRIBE `due` expects next (or `due` cannot tell: a command
+// without channels, answered by an error).
+bool confirms_due_channel(const request::confirmed_command& due, std::size_t next_reply, const resp::value& push)
+{
+    if (due.kind != pubsub_kind::sunsubscribe) return false;
+    const std::size_t place = next_reply - due.first_reply;
+    return place >= due.channels.size() || due.channels[place] == push.elements[1].text;
+}
+
 }  // namespace
 
 std::optional<pubsub_kind> confirmation_kind(const resp::value& push) noexcept
@@ -89,8 +100,10 @@ multiplexer::consumed multiplexer::consume(resp::value& value)
     if (value.data_type == resp::type::push) {
         auto kind = confirmation_kind(value);
         if (!kind) return consumed::push;
-        if (due == nullptr || due->kind != *kind)
-            return *kind == pubsub_kind::sunsubscribe ? consumed::push : consumed::unsolicited;
+        if (*kind == pubsub_kind::sunsubscribe &&
+            (due == nullptr || !confirms_due_channel(*due, front->next_reply_, value)))
+            return consumed::push;
+        if (due == nullptr || due->kind != *kind) return consumed::unsolicited;
         queue_.front()->confirmed(value);
         take(*queue_.front(), value);
         return consumed::confirmation;

@@ -35,6 +35,11 @@ public:
     /// order, even when the entry is abandoned (the server did (un)subscribe).
     virtual void confirmed(const resp::value& push) { (void)push; }
 
+    /// Called just before the entry's request is serialized for writing: the last moment to change it (with
+    /// reuse), once the server of this connection session is known (a SUBSCRIBE queued while connecting becomes an
+    /// SSUBSCRIBE on Redis 7).
+    virtual void before_write() {}
+
     status state() const noexcept { return status_; }
     bool abandoned() const noexcept { return abandoned_; }
 
@@ -85,9 +90,10 @@ public:
     /// oldest written entry, in order. SUBSCRIBE and its kin are answered by one confirmation push per channel
     /// ([subscribe, channel, count]...) or by one error reply for the whole command: both are that command's
     /// replies, so the reply stream never shifts. Other pushes (messages...) are for the handlers, and so is a
-    /// `sunsubscribe` nobody waits for (a cluster sends it when a shard channel's slot moves). Any other
-    /// confirmation while the oldest entry waits for an ordinary reply, a confirmation of the wrong kind, or an
-    /// ordinary reply where a confirmation is due, is `unsolicited`.
+    /// `sunsubscribe` the server sent on its own (a Cluster sends it when a sharded channel's slot moves): one
+    /// nobody waits for, or one of another channel than the SUNSUBSCRIBE due. Any other confirmation while the
+    /// oldest entry waits for an ordinary reply, a confirmation of the wrong kind, or an ordinary reply where a
+    /// confirmation is due, is `unsolicited`.
     consumed consume(resp::value& value);
 
     /// The connection broke: finishes every entry, those written (or being written) with `sent`, the others

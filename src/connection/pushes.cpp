@@ -28,4 +28,13 @@ void push_handlers::deliver(const resp::value& push) const
     }
 }
 
+void push_handlers::lost(std::vector<std::string> channels) const
+{
+    if (!lost_ || channels.empty()) return;
+    try {
+        lost_(std::move(channels));
+    } catch (...) {
+    }
+}
+
 }  // namespace redlock::detail

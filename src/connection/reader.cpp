@@ -25,10 +25,20 @@ void connection_impl::on_value(resp::value& value, error_code& ec)
         case multiplexer::consumed::push:
             atomic_usage::add(stats_.pushes);
             pushes_.deliver(value);
+            if (confirmation_kind(value) == pubsub_kind::sunsubscribe) on_server_unsubscribed(value.elements[1].text);
             break;
         case multiplexer::consumed::unsolicited:
             ec = error::protocol_error;
             break;
+    }
+}
+
+// A `sunsubscribe` nobody asked for: a Cluster master dropped a sharded channel whose slot it no longer owns.
+void connection_impl::on_server_unsubscribed(const std::string& channel)
+{
+    if (subscriptions_.server_unsubscribed(channel)) {
+        atomic_usage::add(stats_.subscriptions_lost);
+        pushes_.lost({channel});
     }
 }
 

@@ -27,8 +27,10 @@ std::optional<pubsub_kind> pubsub_kind_of(std::string_view name) noexcept
     return std::nullopt;
 }
 
-void request::count_replies(std::string_view command, std::size_t arguments)
+void request::count_replies(std::span<const std::string_view> views)
 {
+    const std::string_view command = views[0];
+    const std::size_t arguments = views.size() - 1;
     auto kind = pubsub_kind_of(command);
     if (!kind) {
         ++expected_replies_;
@@ -41,7 +43,8 @@ void request::count_replies(std::string_view command, std::size_t arguments)
     if (in_multi_ || (unsubscribe && arguments == 0)) countable_ = false;
     // SUBSCRIBE without channels is answered by one error (wrong number of arguments).
     const std::size_t confirmations = std::max<std::size_t>(arguments, 1);
-    confirmed_.push_back(confirmed_command{expected_replies_, confirmations, *kind});
+    confirmed_.push_back(confirmed_command{expected_replies_, confirmations, *kind,
+                                           std::vector<std::string>(views.begin() + 1, views.end())});
     expected_replies_ += confirmations;
 }
 

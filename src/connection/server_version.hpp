@@ -14,4 +14,11 @@ std::uint32_t parse_server_version(std::string_view text) noexcept;
 /// The "version" field of a HELLO 3 reply (a map), parsed; 0 when there is none.
 std::uint32_t server_version_of_hello(const resp::value& hello) noexcept;
 
+/// Whether a connection to a server of `version` subscribes with SSUBSCRIBE (sharded pub/sub, Redis >= 7.0: what
+/// the scripts' SPUBLISH reaches, within the shard on a Cluster) rather than SUBSCRIBE (6.x, or a version unknown).
+inline bool sharded_pubsub(std::uint32_t version) noexcept
+{
+    return version >= 70000;
+}
+
 }  // namespace redlock::detail

@@ -4,7 +4,9 @@
 // (and the handshake's, for its own SUBSCRIBEs).
 //
 // A channel is
-// - subscribed: confirmed, restored after a reconnect, until an async_unsubscribe of it or a refused restore;
+// - subscribed: confirmed, restored after a reconnect, until an async_unsubscribe of it, a refused restore, or the
+//   server's own unsubscribe (a Cluster master whose slot moved away sends `sunsubscribe` unasked); the last two
+//   are the owner's news (connection::set_subscription_lost_handler);
 // - forgotten: an async_unsubscribe of it was called and its confirmation has not arrived. A SUBSCRIBE written
 //   before that UNSUBSCRIBE may still be confirmed meanwhile (it timed out or was cancelled, but the server did
 //   subscribe): that confirmation does not bring the channel back, since the UNSUBSCRIBE follows it on the wire;
@@ -41,8 +43,13 @@ public:
 
     /// What the next handshake subscribes again, one SUBSCRIBE each: the subscribed channels, in order.
     std::vector<std::string> to_restore() const { return {subscribed_.begin(), subscribed_.end()}; }
-    /// The handshake's SUBSCRIBE of `channel` was refused (the user lost the right to it): it is no longer kept.
-    void restore_refused(const std::string& channel) { subscribed_.erase(channel); }
+    /// The handshake's SUBSCRIBE of `channel` was refused (the user lost the right to it, a Cluster master no
+    /// longer owns its slot): it is no longer kept. True when it was kept until now: the owner should hear of it.
+    bool restore_refused(const std::string& channel) { return subscribed_.erase(channel) > 0; }
+    /// The server unsubscribed `channel` on its own (a `sunsubscribe` push that answers no SUNSUBSCRIBE of ours): it
+    /// is no longer kept. True when it was kept until now; false for a channel an async_unsubscribe forgot already
+    /// (then the push is the late answer to it, or the server dropped it first: either way, what the caller asked).
+    bool server_unsubscribed(const std::string& channel) { return subscribed_.erase(channel) > 0; }
 
     bool subscribed(std::string_view channel) const { return subscribed_.find(channel) != subscribed_.end(); }
     bool forgotten(std::string_view channel) const { return forgotten_.find(std::string(channel)) != forgotten_.end(); }

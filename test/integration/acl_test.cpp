@@ -29,7 +29,8 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 
-// doc/operations.md, "ACLs": the rights of a user whose lock, semaphore, limiter and cache names start with `app:`.
+// doc/operations.md, "ACLs": the rights of a user whose lock, semaphore, limiter and cache names start with `app:`,
+// on Redis 7 (sharded pub/sub: SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH in the scripts).
 const std::vector<std::string> app_user{"on",
                                         ">pw",
                                         "resetkeys",
@@ -42,8 +43,8 @@ const std::vector<std::string> app_user{"on",
                                         "+evalsha",
                                         "+eval",
                                         "+script|load",
-                                        "+subscribe",
-                                        "+unsubscribe",
+                                        "+ssubscribe",
+                                        "+sunsubscribe",
                                         "+get",
                                         "+set",
                                         "+del",
@@ -52,7 +53,7 @@ const std::vector<std::string> app_user{"on",
                                         "+pexpire",
                                         "+incr",
                                         "+incrby",
-                                        "+publish",
+                                        "+spublish",
                                         "+time",
                                         "+zadd",
                                         "+zrange",

@@ -1,6 +1,7 @@
 // Every Lua script of the library, as embedded at build time from its .lua file (its libraries included): it loads
-// into a real server (SCRIPT LOAD compiles it) under the SHA1 the library sends with EVALSHA, and it begins with
-// its contract.
+// into a real server (SCRIPT LOAD compiles it) under the SHA1 the library sends with EVALSHA, it begins with its
+// contract, it is handed keys and channels of one slot, and it publishes with SPUBLISH (PUBLISH where the server has
+// none; nothing where the ACL forbids it, without failing).
 #include "common/key_slot.hpp"
 #include "primitives/common/token_lease.hpp"
 #include "primitives/fair/fair_scripts.hpp"
@@ -12,12 +13,15 @@
 
 #include <redlock/bloom_filter.hpp>
 #include <redlock/fenced_write.hpp>
+#include <redlock/key_layout.hpp>
 #include <redlock/script.hpp>
 
 #include <boost/test/unit_test.hpp>
 
+#include <common/servers/raw_client.hpp>
 #include <common/servers/redis_node.hpp>
 #include <lua/all.hpp>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,7 +55,8 @@ std::vector<std::vector<std::string>> commands_of(const redlock::request& req)
     return out;
 }
 
-// Every script call of `req` hands keys of one hash slot, or says why not.
+// Every script call of `req` hands keys of one hash slot, and release channels (which a script publishes on: a
+// Cluster refuses a channel outside the script's slot) of that slot too, or says why not.
 std::string keys_outside_one_slot(const redlock::request& req)
 {
     for (const auto& command : commands_of(req)) {
@@ -60,8 +65,38 @@ std::string keys_outside_one_slot(const redlock::request& req)
         for (std::size_t k = 1; k < keys; ++k)
             if (detail::key_slot(command.at(3 + k)) != detail::key_slot(command.at(3)))
                 return command.at(3 + k) + " is not in the slot of " + command.at(3);
+        for (std::size_t a = 3 + keys; a < command.size(); ++a)
+            if (command[a].ends_with(":released") && detail::key_slot(command[a]) != detail::key_slot(command.at(3)))
+                return "channel " + command[a] + " is not in the slot of " + command.at(3);
     }
     return {};
+}
+
+// A RESP3 subscriber on its own socket: HELLO 3, then one subscribe command of `kind` ("SSUBSCRIBE", "SUBSCRIBE").
+std::unique_ptr<redlock::test::raw_client> subscriber(const redlock::test::redis_node& node, const std::string& kind,
+                                                      const std::string& channel)
+{
+    auto client = std::make_unique<redlock::test::raw_client>(node.port());
+    boost::system::error_code ec;
+    client->write("HELLO 3\r\n");
+    client->read_until("proto", std::chrono::seconds(2), ec);
+    BOOST_REQUIRE(!ec);
+    client->write(kind + " " + channel + "\r\n");
+    client->read_until(channel + "\r\n:1\r\n", std::chrono::seconds(2), ec);  // [ssubscribe, channel, 1]
+    BOOST_REQUIRE(!ec);
+    return client;
+}
+
+// Runs the mutex's release script on `node` for a lock `key` held by "tok" (as the library sends it, by EVAL):
+// what it returns.
+std::string release_by_script(const redlock::test::redis_node& node, const std::string& key,
+                              std::vector<std::string> auth = {})
+{
+    node.cli({"SET", key, "tok"});
+    std::vector<std::string> args = std::move(auth);
+    args.insert(args.end(), {"EVAL", std::string(detail::lua::mutex_release), "1", key, "tok", "release-1",
+                             redlock::release_channel(key)});
+    return node.cli(args);
 }
 
 }  // namespace
@@ -161,4 +196,54 @@ BOOST_AUTO_TEST_CASE(every_script_is_handed_keys_of_one_slot)
     redlock::fenced_write apart("guard", 9);
     apart.command("SET", "balance", {"10"});
     BOOST_TEST(!keys_outside_one_slot(apart.to_request()).empty());
+}
+
+// Redis 7: a release publishes with SPUBLISH, which reaches a sharded subscriber (SSUBSCRIBE), as the library's
+// connections subscribe there; a Cluster delivers it within the channel's shard.
+BOOST_AUTO_TEST_CASE(a_release_publishes_on_the_sharded_channel)
+{
+    redlock::test::redis_node node;
+    auto sharded = subscriber(node, "SSUBSCRIBE", "{job}:released");
+    BOOST_TEST(release_by_script(node, "job") == "1");
+    boost::system::error_code ec;
+    const auto message = sharded->read_until("release-1\r\n", std::chrono::seconds(2), ec);
+    BOOST_TEST(!ec);
+    BOOST_TEST(message.find("smessage") != std::string::npos);
+    BOOST_TEST(node.command_stat("spublish") == 1);
+    BOOST_TEST(node.command_stat("publish") == 0);
+}
+
+// A server without SPUBLISH (Redis 6.x; here a 7.x with the command renamed away): the script falls back to PUBLISH,
+// which a classic subscriber receives.
+BOOST_AUTO_TEST_CASE(without_spublish_a_release_publishes_on_the_classic_channel)
+{
+    redlock::test::node_options options;
+    options.extra_args = {"--rename-command", "SPUBLISH", ""};
+    redlock::test::redis_node node(options);
+    BOOST_REQUIRE(node.cli({"SPUBLISH", "c", "m"}).find("unknown command") != std::string::npos);
+    auto classic = subscriber(node, "SUBSCRIBE", "{job}:released");
+    BOOST_TEST(release_by_script(node, "job") == "1");
+    boost::system::error_code ec;
+    const auto message = classic->read_until("release-1\r\n", std::chrono::seconds(2), ec);
+    BOOST_TEST(!ec);
+    BOOST_TEST(message.find("message") != std::string::npos);
+    BOOST_TEST(node.command_stat("publish") == 1);
+}
+
+// An ACL user without channel rights (or without SPUBLISH) still releases: the publish is skipped, not fallen back
+// from (PUBLISH would be refused the same way), and the script does not fail.
+BOOST_AUTO_TEST_CASE(a_release_the_acl_forbids_to_publish_still_deletes_the_key)
+{
+    redlock::test::redis_node node;
+    node.cli({"ACL", "SETUSER", "nochannels", "on", ">pw", "~*", "resetchannels", "+@all"});
+    node.cli({"ACL", "SETUSER", "nospublish", "on", ">pw", "~*", "&*", "+@all", "-spublish"});
+    for (const std::string user : {"nochannels", "nospublish"}) {
+        BOOST_TEST_CONTEXT(user)
+        {
+            BOOST_TEST(release_by_script(node, "job", {"--user", user, "--pass", "pw", "--no-auth-warning"}) == "1");
+            BOOST_TEST(node.cli({"EXISTS", "job"}) == "0");
+        }
+    }
+    BOOST_TEST(node.command_stat("publish") == 0);
+    BOOST_TEST(node.command_stat("spublish", "rejected_calls") == 2);
 }

@@ -358,14 +358,17 @@ BOOST_AUTO_TEST_CASE(bad_input_fails_before_any_io)
 
 namespace {
 
-// The ids of the connections subscribed to something on `node` (CLIENT LIST: sub=N with N > 0).
+// The ids of the connections subscribed to something on `node` (CLIENT LIST: sub=N or ssub=N with N > 0).
 std::vector<std::string> subscribed_clients(const redlock::test::redis_node& node)
 {
     std::vector<std::string> ids;
     std::istringstream lines(node.cli({"CLIENT", "LIST"}));
     for (std::string line; std::getline(lines, line);) {
-        const auto sub = line.find(" sub=");
-        if (sub == std::string::npos || line.compare(sub + 5, 2, "0 ") == 0) continue;
+        // Classic subscriptions (sub=, Redis 6) or sharded ones (ssub=, Redis 7).
+        const auto sub = line.find(" sub="), ssub = line.find(" ssub=");
+        const bool classic = sub != std::string::npos && line.compare(sub + 5, 2, "0 ") != 0;
+        const bool sharded = ssub != std::string::npos && line.compare(ssub + 6, 2, "0 ") != 0;
+        if (!classic && !sharded) continue;
         const auto id = line.find("id=");
         if (id == std::string::npos) continue;
         ids.push_back(line.substr(id + 3, line.find(' ', id) - id - 3));

@@ -1,6 +1,7 @@
-// Subscriptions owned by the connection, against real redis-server processes: a refused SUBSCRIBE gets its own
-// error and never another request's reply, an idle subscriber survives the health check, and confirmed channels
-// are restored after every reconnect (unsubscribed and refused ones are not).
+// Subscriptions owned by the connection, against real redis-server processes (7.x: sharded channels, SSUBSCRIBE,
+// reached by SPUBLISH): a refused subscribe gets its own error and never another request's reply, an idle
+// subscriber survives the health check, and confirmed channels are restored after every reconnect (unsubscribed
+// and refused ones are not; the lost handler hears of the refused).
 #include <redlock/connection.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -54,12 +55,12 @@ asio::awaitable<bool> eventually(std::function<bool()> pred, std::chrono::millis
     co_return true;
 }
 
-// PUBLISHes until the subscriber got `payload` on `channel` (a message may race a reconnect); returns whether it did.
+// SPUBLISHes until the subscriber got `payload` on `channel` (a message may race a reconnect); returns whether it did.
 asio::awaitable<bool> publish_until_received(redlock::connection& publisher, const std::vector<message>& received,
                                              const std::string& channel, const std::string& payload)
 {
     request pub;
-    pub.push("PUBLISH", channel, payload);
+    pub.push("SPUBLISH", channel, payload);
     auto got = [&] {
         for (auto& m : received)
             if (m.channel == channel && m.payload == payload) return true;
@@ -164,8 +165,9 @@ BOOST_AUTO_TEST_CASE(subscribe_completes_when_confirmed_and_messages_reach_the_m
         co_await subscriber.async_connect(asio::use_awaitable);
         co_await publisher.async_connect(asio::use_awaitable);
         co_await subscriber.async_subscribe(names("a", "b"), asio::use_awaitable);
-        // Confirmed means subscribed: the very first PUBLISH reaches us.
-        BOOST_TEST(node.cli({"PUBLISH", "b", "first"}) == "1");
+        // Confirmed means subscribed: the very first SPUBLISH reaches us (a PUBLISH does not: sharded channels).
+        BOOST_TEST(node.cli({"PUBLISH", "b", "classic"}) == "0");
+        BOOST_TEST(node.cli({"SPUBLISH", "b", "first"}) == "1");
         BOOST_TEST(co_await eventually([&] { return !received.empty(); }));
         BOOST_TEST(received.at(0).channel == "b");
         BOOST_TEST(received.at(0).payload == "first");
@@ -173,8 +175,8 @@ BOOST_AUTO_TEST_CASE(subscribe_completes_when_confirmed_and_messages_reach_the_m
 
         // Unsubscribing a channel never subscribed is fine (Redis confirms it anyway).
         co_await subscriber.async_unsubscribe(names("b", "never"), asio::use_awaitable);
-        BOOST_TEST(node.cli({"PUBLISH", "b", "second"}) == "0");
-        BOOST_TEST(node.cli({"PUBLISH", "a", "third"}) == "1");
+        BOOST_TEST(node.cli({"SPUBLISH", "b", "second"}) == "0");
+        BOOST_TEST(node.cli({"SPUBLISH", "a", "third"}) == "1");
 
         auto [empty] = co_await subscriber.async_subscribe(std::vector<std::string>{}, use_tuple);
         BOOST_TEST(empty == error::invalid_argument);
@@ -208,7 +210,7 @@ BOOST_AUTO_TEST_CASE(an_idle_subscriber_survives_the_health_check_and_a_silent_s
         co_await sleep_for(3 * config.health_check_timeout);
         BOOST_TEST(subscriber.get_usage().disconnects == 0u);
         BOOST_TEST(subscriber.get_usage().connects == 1u);
-        BOOST_TEST(node.cli({"PUBLISH", "news", "still here"}) == "1");
+        BOOST_TEST(node.cli({"SPUBLISH", "news", "still here"}) == "1");
         BOOST_TEST(co_await eventually([&] { return !received.empty(); }));
 
         // A paused server answers no PING: the subscribed connection is declared dead all the same.
@@ -243,15 +245,15 @@ BOOST_AUTO_TEST_CASE(subscriptions_are_restored_after_a_kill_and_a_restart)
 
         BOOST_TEST(node.cli({"CLIENT", "KILL", "TYPE", "pubsub"}) == "1");
         BOOST_TEST(co_await eventually([&] { return subscriber.get_usage().connects == 2u; }));
-        // Restored in the handshake, before the connection serves requests: PUBLISH reaches it at once.
-        BOOST_TEST(node.cli({"PUBSUB", "NUMSUB", "news", "gone"}) == "news\n1\ngone\n0");
+        // Restored in the handshake, before the connection serves requests: SPUBLISH reaches it at once.
+        BOOST_TEST(node.cli({"PUBSUB", "SHARDNUMSUB", "news", "gone"}) == "news\n1\ngone\n0");
         BOOST_TEST(co_await publish_until_received(publisher, received, "news", "1"));
         BOOST_TEST(subscriber.get_usage().resubscribes == 1u);
 
         node.restart();
         BOOST_TEST(co_await eventually([&] { return subscriber.get_usage().connects == 3u; }));
         BOOST_TEST(co_await publish_until_received(publisher, received, "news", "2"));
-        BOOST_TEST(node.cli({"PUBSUB", "CHANNELS"}) == "news");
+        BOOST_TEST(node.cli({"PUBSUB", "SHARDCHANNELS"}) == "news");
         BOOST_TEST(subscriber.get_usage().resubscribes == 2u);
         BOOST_TEST(subscriber.get_usage().subscribe_refusals == 0u);
         for (auto& m : received) BOOST_TEST(m.channel == "news");  // never "gone"
@@ -269,15 +271,19 @@ BOOST_AUTO_TEST_CASE(a_refused_restore_drops_the_channel)
     config.reconnect_min_delay = 10ms;
     config.reconnect_max_delay = 100ms;
     redlock::connection subscriber(ctx.get_executor(), config);
+    std::vector<std::vector<std::string>> lost;
+    subscriber.set_subscription_lost_handler([&](std::vector<std::string> channels) { lost.push_back(channels); });
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         co_await subscriber.async_connect(asio::use_awaitable);
-        co_await subscriber.async_subscribe(names("a", "b"), asio::use_awaitable);
+        co_await subscriber.async_subscribe(names("a"), asio::use_awaitable);
+        co_await subscriber.async_subscribe(names("b"), asio::use_awaitable);
         // Take the right to `b` away: Redis disconnects clients subscribed to a channel they lost.
         BOOST_TEST(node.cli({"ACL", "SETUSER", "waiter", "resetchannels", "&a"}) == "OK");
         BOOST_TEST(co_await eventually([&] { return subscriber.get_usage().connects == 2u; }));
         BOOST_TEST(subscriber.get_usage().resubscribes == 1u);
         BOOST_TEST(subscriber.get_usage().subscribe_refusals == 1u);
-        BOOST_TEST(node.cli({"PUBSUB", "CHANNELS"}) == "a");
+        BOOST_TEST(node.cli({"PUBSUB", "SHARDCHANNELS"}) == "a");
+        BOOST_TEST((lost == std::vector<std::vector<std::string>>{{"b"}}));  // its owner hears of it
         request ping;
         ping.push("PING");
         co_await subscriber.async_exec(ping, asio::use_awaitable);  // the connection serves requests
@@ -286,8 +292,9 @@ BOOST_AUTO_TEST_CASE(a_refused_restore_drops_the_channel)
         BOOST_TEST(node.cli({"ACL", "SETUSER", "waiter", "&b"}) == "OK");
         BOOST_TEST(node.cli({"CLIENT", "KILL", "TYPE", "pubsub"}) == "1");
         BOOST_TEST(co_await eventually([&] { return subscriber.get_usage().connects == 3u; }));
-        BOOST_TEST(node.cli({"PUBSUB", "CHANNELS"}) == "a");
+        BOOST_TEST(node.cli({"PUBSUB", "SHARDCHANNELS"}) == "a");
         BOOST_TEST(subscriber.get_usage().resubscribes == 2u);
+        BOOST_TEST(lost.size() == 1u);
         subscriber.close();
     });
 }

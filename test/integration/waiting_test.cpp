@@ -170,3 +170,40 @@ BOOST_DATA_TEST_CASE(a_holder_ttl_of_ages_does_not_make_a_waiter_spin, data::mak
         BOOST_TEST(diag.waiting().attempts <= 3u, diag.waiting().attempts << " attempts");
     });
 }
+
+// Redis 7: a release is published with SPUBLISH on the lock's sharded channel, and the waiter, subscribed with
+// SSUBSCRIBE, resumes within a short bound of it. The holder's TTL is a minute and the timed retry longer than the
+// wait: only the message can wake the waiter in time. Over one node and three (a quorum's messages).
+BOOST_DATA_TEST_CASE(a_waiter_resumes_on_the_sharded_release_message, data::make({1, 3}), n)
+{
+    redis_rig rig(n, 2);
+    rig.run([&]() -> asio::awaitable<void> {
+        const redlock::lock_options options{.ttl = 60'000ms, .wait = 10'000ms, .retry_delay = 20'000ms};
+        redlock::mutex holder(rig.client(0), "{orders}:sharded", options);
+        redlock::mutex waiter(rig.client(1), "{orders}:sharded", options);
+        auto [hec, held] = co_await holder.async_lock(use_tuple);
+        BOOST_REQUIRE(!hec);
+        std::optional<steady::time_point> resumed;
+        redlock::diagnostics diag;
+        waiter.async_lock(diag, [&](error_code ec, redlock::lease) {
+            BOOST_TEST(!ec, ec.message());
+            resumed = steady::now();
+        });
+        BOOST_REQUIRE(co_await redlock::test::all_listening(rig.nodes, "{orders}:sharded"));
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i) {
+            BOOST_TEST(rig.nodes[i].cli({"PUBSUB", "SHARDCHANNELS"}) == "{orders}:sharded:released");
+            BOOST_TEST(rig.nodes[i].cli({"PUBSUB", "CHANNELS"}) == "");  // no classic subscription
+        }
+        const auto released = steady::now();
+        co_await held.async_release(use_tuple);
+        for (int i = 0; i < 200 && !resumed; ++i) co_await redlock::test::sleep_for(5ms);
+        BOOST_REQUIRE(resumed);
+        const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(*resumed - released);
+        BOOST_TEST(took < 1000ms, took.count() << " ms from the release to the grant");
+        BOOST_TEST(diag.waiting().woken_by_release >= 1u);
+        for (std::size_t i = 0; i < rig.nodes.size(); ++i) {
+            BOOST_TEST(rig.nodes[i].command_stat("spublish") >= 1);
+            BOOST_TEST(rig.nodes[i].command_stat("publish") == 0);
+        }
+    });
+}

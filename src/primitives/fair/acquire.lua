@@ -14,6 +14,7 @@
 
 -- #include "primitives/common/server_time.lib.lua"
 -- #include "primitives/common/fair_queue.lib.lua"
+-- #include "common/publish.lib.lua"
 
 local key, queue, alive, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, wttl, ticket = ARGV[1], tonumber(ARGV[3]), ARGV[4]
@@ -34,7 +35,7 @@ end
 -- Our key from a clean-up that never arrived, while someone else is first: give it back to the queue.
 if holder == token then
   redis.call('DEL', key)
-  redis.pcall('PUBLISH', ARGV[7], '~' .. token .. ':back\n' .. first)
+  publish(ARGV[7], '~' .. token .. ':back\n' .. first)
 end
 local wait = 0
 if holder and holder ~= token then

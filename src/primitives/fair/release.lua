@@ -4,10 +4,12 @@
 -- Deletes the key if ours; publishes "<release id>\n<first waiter's token>" when it freed the key or we left from
 -- the front, so that the next in line, and only it, wakes.
 -- Returns as the mutex's release: 1 freed, 0 nothing of ours; -1 another token holds the key.
--- pcall: a PUBLISH the user may not make must not fail the release; waiters then wake by their timers.
+-- Publishes by common/publish.lib.lua (SPUBLISH; PUBLISH on Redis 6.x): a publish the user may not make does not
+-- fail the release; waiters then wake by their timers.
 
 -- #include "primitives/common/server_time.lib.lua"
 -- #include "primitives/common/fair_queue.lib.lua"
+-- #include "common/publish.lib.lua"
 
 local key, queue, alive = KEYS[1], KEYS[2], KEYS[3]
 local token, leave = ARGV[1], ARGV[4] == '1'
@@ -22,7 +24,7 @@ if leave then
 end
 if freed or (leave and was_first and not owner) then
   local next = head(queue, alive) or ''
-  redis.pcall('PUBLISH', ARGV[3], ARGV[2] .. '\n' .. next)
+  publish(ARGV[3], ARGV[2] .. '\n' .. next)
 end
 if owner and not freed then return -1 end
 if freed then return 1 end

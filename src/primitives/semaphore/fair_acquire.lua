@@ -13,6 +13,7 @@
 -- #include "primitives/common/server_time.lib.lua"
 -- #include "primitives/common/fair_queue.lib.lua"
 -- #include "primitives/semaphore/permits.lib.lua"
+-- #include "common/publish.lib.lua"
 
 local holders, units, limit_key, queue, alive, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local id, n, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -31,13 +32,13 @@ if (not first or first == id) and held + n <= limit then
   keep(holders, life)
   keep(units, life)
   local next = first_waiter(queue, alive, holders, nil)
-  if next and held + n < limit then redis.pcall('PUBLISH', channel, id .. ':next\n' .. next) end
+  if next and held + n < limit then publish(channel, id .. ':next\n' .. next) end
   return {1, '0', redis.call('GET', counter) or '0', limit}
 end
 -- A grant of an earlier attempt while others come first: give it back to them.
 if mine > 0 then
   drop_permit(holders, units, id, mine)
-  redis.pcall('PUBLISH', channel, '~' .. id .. ':back\n' .. (first or ''))
+  publish(channel, '~' .. id .. ':back\n' .. (first or ''))
 end
 local wait = -1
 if held + n > limit and n <= limit then wait = wait_for_expiry(holders, units, held + n - limit, now) end

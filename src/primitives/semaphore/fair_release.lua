@@ -8,6 +8,7 @@
 -- #include "primitives/common/server_time.lib.lua"
 -- #include "primitives/common/fair_queue.lib.lua"
 -- #include "primitives/semaphore/permits.lib.lua"
+-- #include "common/publish.lib.lua"
 
 local holders, units, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, leave = ARGV[1], ARGV[4] == '1'
@@ -22,6 +23,6 @@ if leave then
   redis.call('ZREM', alive, id)
 end
 if mine > 0 or (leave and was_first) then
-  redis.pcall('PUBLISH', ARGV[3], ARGV[2] .. '\n' .. (first_waiter(queue, alive, holders, nil) or ''))
+  publish(ARGV[3], ARGV[2] .. '\n' .. (first_waiter(queue, alive, holders, nil) or ''))
 end
 return mine

@@ -9,6 +9,7 @@
 -- #include "primitives/common/server_time.lib.lua"
 -- #include "primitives/common/fair_queue.lib.lua"
 -- #include "primitives/semaphore/permits.lib.lua"
+-- #include "common/publish.lib.lua"
 
 local holders, units, limit_key, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local new, channel, change = tonumber(ARGV[1]), ARGV[2], ARGV[3]
@@ -18,11 +19,11 @@ redis.call('SET', limit_key, ARGV[1], 'PX', life)
 -- Every waiter looks again: a larger limit may let it in, a smaller one may put its request above the limit (it
 -- then fails at once rather than sleep until its wait ends).
 if new ~= old then
-  redis.pcall('PUBLISH', channel, change .. '\n+*')
+  publish(channel, change .. '\n+*')
   local now = server_now()
   drop_dead(queue, alive, now)
   settle(holders, units, now)
   local first = first_waiter(queue, alive, holders, nil)
-  if first then redis.pcall('PUBLISH', channel, change .. ':first\n' .. first) end
+  if first then publish(channel, change .. ':first\n' .. first) end
 end
 return old

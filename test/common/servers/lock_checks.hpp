@@ -74,10 +74,14 @@ inline boost::asio::awaitable<bool> soon_holding(const cluster& nodes, std::stri
     co_return true;
 }
 
-/// How many connections listen to the release channel of `key` on `node` (PUBSUB NUMSUB).
+/// How many connections listen to the release channel of `key` on `node`: sharded subscribers on Redis 7 (PUBSUB
+/// SHARDNUMSUB), classic ones on 6.x (PUBSUB NUMSUB), as the library subscribes.
 inline std::string release_listeners(const redis_node& node, const std::string& key)
 {
-    std::istringstream reply(node.cli({"PUBSUB", "NUMSUB", release_channel(key)}));
+    auto reply_text = node.cli({"PUBSUB", "SHARDNUMSUB", release_channel(key)});
+    if (reply_text.find("unknown") != std::string::npos)
+        reply_text = node.cli({"PUBSUB", "NUMSUB", release_channel(key)});
+    std::istringstream reply(reply_text);
     std::string channel, count;
     std::getline(reply, channel);
     std::getline(reply, count);

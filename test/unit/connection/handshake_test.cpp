@@ -193,3 +193,39 @@ BOOST_AUTO_TEST_CASE(a_hello_reply_without_a_version_reads_as_version_0)
     BOOST_TEST(!outcome.ec);
     BOOST_TEST(outcome.server_version == 0u);
 }
+
+// After a Redis 7 session the restores are sharded (SSUBSCRIBE, answered by `ssubscribe`); a classic confirmation
+// does not answer them.
+BOOST_AUTO_TEST_CASE(restores_after_a_redis_7_session_are_sharded)
+{
+    const auto h = make_handshake(node_config{}, {"a", "b"}, true);
+    BOOST_TEST((sent_commands(h) == commands{{"HELLO", "3"}, {"SSUBSCRIBE", "a"}, {"SSUBSCRIBE", "b"}}));
+    const auto outcome =
+        read_handshake(h, response{hello_reply(), confirmation("ssubscribe", "a", 1),
+                                   error_reply("MOVED 3300 127.0.0.1:7001")});  // a Cluster slot moved meanwhile
+    BOOST_TEST(!outcome.ec);
+    BOOST_TEST((outcome.restored == std::vector<std::string>{"a"}));
+    BOOST_TEST((outcome.refused == std::vector<std::string>{"b"}));
+    BOOST_TEST(read_handshake(
+                   h, response{hello_reply(), confirmation("subscribe", "a", 1), confirmation("ssubscribe", "b", 2)})
+                   .ec == error::protocol_error);
+}
+
+// A server whose version changed across the reconnect: the resubscription undoes what the guessed command
+// subscribed and subscribes each channel with the server's own.
+BOOST_AUTO_TEST_CASE(a_resubscription_undoes_the_guess_and_subscribes_with_the_servers_command)
+{
+    const auto h = redlock::detail::make_resubscribe({"a"}, false, {"a", "b"}, true);
+    BOOST_TEST((sent_commands(h) == commands{{"UNSUBSCRIBE", "a"}, {"SSUBSCRIBE", "a"}, {"SSUBSCRIBE", "b"}}));
+    const auto outcome =
+        read_handshake(h, response{confirmation("unsubscribe", "a", 0), confirmation("ssubscribe", "a", 1),
+                                   error_reply("NOPERM no rights to channel b")});
+    BOOST_TEST(!outcome.ec);
+    BOOST_TEST(outcome.server_version == 0u);  // no HELLO in it
+    BOOST_TEST((outcome.restored == std::vector<std::string>{"a"}));
+    BOOST_TEST((outcome.refused == std::vector<std::string>{"b"}));
+    // Nothing to undo (a 6.x refused every SSUBSCRIBE): subscribes alone.
+    const auto classic = redlock::detail::make_resubscribe({}, true, {"a"}, false);
+    BOOST_TEST((sent_commands(classic) == commands{{"SUBSCRIBE", "a"}}));
+    BOOST_TEST(read_handshake(classic, response{confirmation("ssubscribe", "a", 1)}).ec == error::protocol_error);
+}

@@ -473,3 +473,52 @@ BOOST_AUTO_TEST_CASE(connection_loss_fails_a_subscribe_waiting_for_confirmations
     BOOST_TEST(es->results.at(0) == redlock::error::connection_lost);
     BOOST_TEST(mpx.awaiting_replies() == 0u);
 }
+
+// A Cluster master's own sunsubscribe (its slot moved) may arrive while our SUNSUBSCRIBE of another channel is due:
+// the channel tells it from our confirmation, and the stream stays in step.
+BOOST_AUTO_TEST_CASE(a_servers_own_sunsubscribe_is_not_taken_for_the_confirmation_due)
+{
+    multiplexer mpx;
+    auto unsub = subscribe({"a", "b"}, "SUNSUBSCRIBE");
+    response r;
+    auto e = std::make_shared<recording_entry>(unsub, &r);
+    mpx.add(e);
+    write_all(mpx);
+    auto theirs = confirmation("sunsubscribe", "moved", 0);
+    BOOST_TEST((mpx.consume(theirs) == multiplexer::consumed::push));
+    auto a = confirmation("sunsubscribe", "a", 0);
+    BOOST_TEST((mpx.consume(a) == multiplexer::consumed::confirmation));
+    auto theirs_again = confirmation("sunsubscribe", "a", 0);  // a second of a channel already confirmed
+    BOOST_TEST((mpx.consume(theirs_again) == multiplexer::consumed::push));
+    auto b = confirmation("sunsubscribe", "b", 0);
+    BOOST_TEST((mpx.consume(b) == multiplexer::consumed::confirmation));
+    BOOST_TEST(e->results.size() == 1u);
+    BOOST_TEST((e->confirmed_channels == std::vector<std::string>{"a", "b"}));
+    BOOST_TEST(mpx.size() == 0u);
+}
+
+// An entry may change its request until it is written (a subscribe takes the command of the server the connection
+// reached): its replies are counted from the request as written.
+BOOST_AUTO_TEST_CASE(an_entry_changed_before_its_write_is_counted_as_written)
+{
+    struct switching_entry final : exec_entry {
+        switching_entry(const request& first, const request& second) : exec_entry(first, nullptr), then(&second) {}
+        void before_write() override { reuse(*then, nullptr); }
+        void finish(error_code ec) override { results.push_back(ec); }
+        const request* then;
+        std::vector<error_code> results;
+    };
+    multiplexer mpx;
+    auto classic = subscribe({"a"}), sharded = subscribe({"a", "b"}, "SSUBSCRIBE");
+    auto e = std::make_shared<switching_entry>(classic, sharded);
+    mpx.add(e);
+    BOOST_TEST(mpx.prepare_write() == sharded.payload());
+    mpx.commit_write();
+    auto wrong = confirmation("subscribe", "a", 1);
+    BOOST_TEST((mpx.consume(wrong) == multiplexer::consumed::unsolicited));
+    auto a = confirmation("ssubscribe", "a", 1), b = confirmation("ssubscribe", "b", 2);
+    BOOST_TEST((mpx.consume(a) == multiplexer::consumed::confirmation));
+    BOOST_TEST(e->results.empty());  // two confirmations, as the request written expects
+    BOOST_TEST((mpx.consume(b) == multiplexer::consumed::confirmation));
+    BOOST_TEST(e->results.size() == 1u);
+}

@@ -101,3 +101,20 @@ BOOST_AUTO_TEST_CASE(a_refused_restore_drops_the_channel_and_keeps_the_others)
     t.restore_refused("b");
     BOOST_TEST((t.to_restore() == channels{"a", "c"}));
 }
+
+// A Cluster master whose slot moved away unsubscribes its sharded channels on its own: a kept channel is dropped
+// and reported once; one an async_unsubscribe forgot, or never had, is no loss.
+BOOST_AUTO_TEST_CASE(the_servers_own_unsubscribe_drops_a_kept_channel_and_reports_it_once)
+{
+    subscription_tracker t;
+    const auto call = t.subscribe_called();
+    for (const auto* ch : {"a", "b", "c"}) t.confirmed(call, true, ch);
+    BOOST_TEST(t.server_unsubscribed("a"));
+    BOOST_TEST(!t.server_unsubscribed("a"));
+    BOOST_TEST(!t.server_unsubscribed("never"));
+    t.unsubscribe_called({"b"});
+    BOOST_TEST(!t.server_unsubscribed("b"));
+    BOOST_TEST((t.to_restore() == channels{"c"}));
+    BOOST_TEST(t.restore_refused("c"));  // kept until now: its owner hears of it
+    BOOST_TEST(!t.restore_refused("c"));
+}
