@@ -265,6 +265,13 @@ private:
             }
             if (handler && *handler) (*handler)(channel, payload);
         });
+        // The master dropped channels whose slot moved away (a failover, a migration): the map is stale too.
+        link->conn.set_subscription_lost_handler([weak = weak_from_this()](std::vector<std::string> channels) {
+            auto self = weak.lock();
+            if (!self) return;
+            asio::post(self->strand_, [self] { self->request_refresh(); });
+            self->resubscribe(std::move(channels));
+        });
         link->conn.async_connect([](error_code) {});  // it keeps reconnecting on its own
         std::lock_guard lock(links_mutex_);
         if (closed_) link->conn.close();
