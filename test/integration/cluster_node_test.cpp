@@ -187,8 +187,16 @@ BOOST_AUTO_TEST_CASE(after_a_master_is_killed_requests_fail_clearly_then_succeed
     const auto key = cluster.key_on_shard(2, "killed:");
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         co_await r.async_connect(asio::use_awaitable);
-        co_await set(r, key, "v");
-        cluster.master_of_shard(2).cli({"WAIT", "1", "2000"});
+        {
+            // WAIT on the connection that wrote: the replica has the value before its master dies (a WAIT from
+            // another client covers that client's writes only).
+            redlock::request write;
+            write.push("SET", key, "v");
+            write.push("WAIT", 1, 2000);
+            redlock::response written;
+            BOOST_TEST_REQUIRE(!co_await exec(r, write, written, key));
+            BOOST_TEST_REQUIRE(written.at(1).as_integer().value_or(-1) == 1);
+        }
         cluster.master_of_shard(2).kill();
         const auto killed_at = steady::now();
 
