@@ -14,6 +14,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <common/models/every_script.hpp>
 #include <common/processes/subprocess.hpp>
 #include <common/run_coro.hpp>
 #include <common/servers/lock_checks.hpp>
@@ -237,6 +238,36 @@ BOOST_AUTO_TEST_CASE(a_cache_guard_with_a_bloom_filter_loads_once_on_a_cluster_s
     });
     BOOST_TEST(*loads == 1);
     BOOST_TEST(rig.on_master(key, {"EXISTS", key}) == "1");
+}
+
+// Every script the library calls, as the primitives build its request, runs on the Cluster: a script handed keys
+// or a release channel of two slots fails there (CROSSSLOT), and one routed away from its keys' slot is redirected
+// (MOVED, counted). Names on each shard, with and without a hash tag.
+BOOST_AUTO_TEST_CASE(every_script_runs_on_the_master_of_its_keys_slot)
+{
+    cluster_rig rig;
+    std::vector<std::string> names{"{script}:tagged", "x{y"};
+    for (std::size_t shard = 0; shard < rig.cluster.shards(); ++shard)
+        names.push_back(rig.cluster.key_on_shard(shard, "script:"));
+    for (std::size_t shard = 0; shard < rig.cluster.shards(); ++shard)
+        rig.cluster.master_of_shard(shard).cli({"CONFIG", "RESETSTAT"});
+    run_coro(rig.ctx, [&]() -> asio::awaitable<void> {
+        for (const auto& name : names) {
+            const auto requests = redlock::test::every_script_request(name);
+            for (std::size_t i = 0; i < requests.size(); ++i) {
+                redlock::response resp;
+                auto [ec] = co_await rig.store.async_exec(requests[i], resp, name, use_tuple);
+                std::string replies;
+                for (const auto& r : resp) replies += " " + redlock::resp::to_string(r);
+                BOOST_TEST(!ec, name << ", request " << i << ": " << ec.message() << replies);
+            }
+        }
+    });
+    for (std::size_t shard = 0; shard < rig.cluster.shards(); ++shard) {
+        const auto errors = rig.cluster.master_of_shard(shard).cli({"INFO", "errorstats"});
+        BOOST_TEST(errors.find("MOVED") == std::string::npos, "shard " << shard << ": " << errors);
+        BOOST_TEST(errors.find("ASK") == std::string::npos, "shard " << shard << ": " << errors);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(redlock_over_independent_deployments_counts_a_cluster_as_one_member)
