@@ -17,6 +17,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <common/processes/subprocess.hpp>
@@ -24,6 +25,7 @@
 #include <common/servers/lock_checks.hpp>
 #include <common/servers/redis_cluster.hpp>
 #include <common/servers/redis_node.hpp>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <string>
@@ -61,10 +63,12 @@ public:
             std::string exec = "'" + std::string(REDLOCK_CLI_PATH) + "' exec --nodes \"" + cluster.url() + "\" --key " +
                                lock_keys_.back() + " --ttl 5s --wait 60s -q";
             for (const auto& o : exec_options) exec += " " + o;
-            const std::string script = "for i in $(seq " + std::to_string(increments_per_worker) + "); do " + exec +
-                                       " -- sh -c '" + body + "' || exit $?; done";
             for (int w = 0; w < workers_per_shard; ++w) {
                 const auto name = std::to_string(shard) + "-" + std::to_string(w);
+                // A line in done<name> per increment its lock covered to the end.
+                const std::string script = "for i in $(seq " + std::to_string(increments_per_worker) + "); do " + exec +
+                                           " -- sh -c '" + body + "' || exit $?; echo >> '" + dir_ + "/done" + name +
+                                           "'; done";
                 pids_.push_back(spawn_process({.args = {"/bin/sh", "-c", script},
                                                .env = environment_with({}),
                                                .output_file = dir_ + "/worker" + name}));
@@ -78,23 +82,51 @@ public:
     // Waits for every worker; each must succeed, and each counter be exact.
     void check_exact(std::chrono::seconds limit)
     {
-        const auto deadline = steady::now() + limit;
-        for (std::size_t i = 0; i < pids_.size(); ++i) {
-            int status = 0;
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
-            const bool exited = wait_for_exit(pids_[i], std::max(left, 1ms), &status);
-            if (!exited) stop_process(pids_[i], 100ms);
-            BOOST_TEST(exited, "worker " << names_[i] << " still running");
-            BOOST_TEST((exited && exit_status(status) == 0),
-                       "worker " << names_[i] << ": " << file_contents(dir_ + "/worker" + names_[i]));
-        }
+        wait_for_workers(limit, true);
         for (std::size_t shard = 0; shard < cluster_.shards(); ++shard)
             BOOST_TEST(counters_.cli({"GET", "counter:" + std::to_string(shard)}) ==
                            std::to_string(workers_per_shard * increments_per_worker),
                        "shard " << shard);
     }
 
+    // Waits for every worker: how many increments of `shard` were lost (two holders at once), and how many workers
+    // failed (each took the rest of its increments with it: counted apart, not as lost).
+    std::pair<int, int> lost_increments(std::size_t shard, std::chrono::seconds limit)
+    {
+        const int failed = wait_for_workers(limit, false);
+        const int counted = std::stoi(counters_.cli({"GET", "counter:" + std::to_string(shard)}));
+        int done = 0;  // increments the workers of the shard report done (one line each)
+        for (int w = 0; w < workers_per_shard; ++w)
+            done += count_lines(dir_ + "/done" + std::to_string(shard) + "-" + std::to_string(w));
+        return {done - counted, failed};
+    }
+
 private:
+    // Each worker's exit, within `limit`; `strict`: each must succeed. Returns how many did not.
+    int wait_for_workers(std::chrono::seconds limit, bool strict)
+    {
+        int failed = 0;
+        const auto deadline = steady::now() + limit;
+        for (std::size_t i = 0; i < pids_.size(); ++i) {
+            int status = 0;
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+            const bool exited = wait_for_exit(pids_[i], std::max(left, 1ms), &status);
+            if (!exited) stop_process(pids_[i], 100ms);
+            const bool ok = exited && exit_status(status) == 0;
+            failed += ok ? 0 : 1;
+            if (!strict) continue;
+            BOOST_TEST(exited, "worker " << names_[i] << " still running");
+            BOOST_TEST(ok, "worker " << names_[i] << ": " << file_contents(dir_ + "/worker" + names_[i]));
+        }
+        return failed;
+    }
+
+    static int count_lines(const std::string& file)
+    {
+        const auto text = file_contents(file);
+        return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+    }
+
     sharded_cluster& cluster_;
     redis_node counters_;
     std::string dir_;
@@ -131,6 +163,28 @@ BOOST_AUTO_TEST_CASE(counters_stay_exact_through_a_killed_master_with_one_replic
     std::this_thread::sleep_for(1000ms);
     cluster.kill_master(1);
     run.check_exact(120s);
+}
+
+// How often a killed master loses a lock without replica acks, in the counter run above (a measurement, not a
+// check: doc/cluster.md reports it). Off by default; run it with
+// `fault_cluster_fault_test --run_test=how_often_a_killed_master_loses_a_lock_without_acks` and
+// REDLOCK_TRIALS=N (default 10).
+BOOST_AUTO_TEST_CASE(how_often_a_killed_master_loses_a_lock_without_acks, *boost::unit_test::disabled())
+{
+    const char* trials_env = std::getenv("REDLOCK_TRIALS");
+    const int trials = trials_env ? std::atoi(trials_env) : 10;
+    int losing = 0;
+    for (int trial = 0; trial < trials; ++trial) {
+        sharded_cluster cluster({.replicas_per_shard = 2});
+        counter_run run(cluster);
+        std::this_thread::sleep_for(1000ms);
+        cluster.kill_master(1);
+        const auto [lost, failed] = run.lost_increments(1, 120s);
+        losing += lost > 0 ? 1 : 0;
+        BOOST_TEST_MESSAGE("trial " << trial << ": " << lost << " increments lost, " << failed << " workers failed");
+    }
+    BOOST_TEST_MESSAGE(losing << " of " << trials << " trials lost an increment");
+    BOOST_TEST(trials > 0);
 }
 
 BOOST_AUTO_TEST_CASE(counters_stay_exact_through_a_live_migration_of_a_held_locks_slot)
@@ -248,6 +302,9 @@ BOOST_AUTO_TEST_CASE(waiters_resume_at_a_release_made_at_the_new_master_after_a_
                 const auto deadline = steady::now() + 10s;
                 while (!resumed && steady::now() < deadline) co_await sleep_for(10ms);
                 BOOST_TEST_REQUIRE(resumed.has_value());
+                BOOST_TEST_MESSAGE("resumed "
+                                   << std::chrono::duration_cast<std::chrono::milliseconds>(*resumed - released).count()
+                                   << " ms after the release");
                 BOOST_TEST(
                     (*resumed - released < 2000ms),
                     "resumed " << std::chrono::duration_cast<std::chrono::milliseconds>(*resumed - released).count()
