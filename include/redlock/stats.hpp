@@ -48,6 +48,7 @@ struct acquire_failures {
     std::uint64_t cancelled = 0;         ///< the caller cancelled
     std::uint64_t invalid_argument = 0;  ///< refused before any I/O
     std::uint64_t exceeds_limit = 0;     ///< more permits asked than a semaphore's stored limit
+    std::uint64_t replica_acks = 0;      ///< granted, but too few replicas acknowledged it (lock_options::replica_acks)
     std::uint64_t other = 0;
 };
 

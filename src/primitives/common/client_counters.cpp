@@ -24,6 +24,8 @@ void client_counters::acquire_ended(error_code ec, std::chrono::steady_clock::du
             bump(invalid_argument_);
         else if (ec == error::exceeds_limit)
             bump(exceeds_limit_);
+        else if (ec == error::replica_acks)
+            bump(replica_acks_);
         else
             bump(other_failures_);
         return;
@@ -45,6 +47,7 @@ void client_counters::snapshot(client_stats& out) const noexcept
                     .cancelled = read(cancelled_),
                     .invalid_argument = read(invalid_argument_),
                     .exceeds_limit = read(exceeds_limit_),
+                    .replica_acks = read(replica_acks_),
                     .other = read(other_failures_)};
     std::uint64_t cumulative = 0;
     for (std::size_t i = 0; i < buckets_.size(); ++i) out.acquire_latency.counts[i] = cumulative += read(buckets_[i]);

@@ -31,7 +31,7 @@ private:
     static std::uint64_t read(const counter& c) noexcept { return c.load(std::memory_order_relaxed); }
 
     counter acquires_{0}, not_acquired_{0}, no_quorum_{0}, timeout_{0}, cancelled_{0}, invalid_argument_{0},
-        exceeds_limit_{0}, other_failures_{0};
+        exceeds_limit_{0}, replica_acks_{0}, other_failures_{0};
     std::array<counter, latency_histogram::bounds.size() + 1> buckets_{};  // per bucket, not cumulative
     counter latency_ns_{0};
     counter handoffs_{0}, wakeups_by_message_{0}, wakeups_by_timer_{0};

@@ -77,6 +77,7 @@ std::string to_prometheus(const client_stats& s, std::string_view prefix, std::s
     e.sample(s.failures.cancelled, label("reason", "cancelled"));
     e.sample(s.failures.invalid_argument, label("reason", "invalid_argument"));
     e.sample(s.failures.exceeds_limit, label("reason", "exceeds_limit"));
+    e.sample(s.failures.replica_acks, label("reason", "replica_acks"));
     e.sample(s.failures.other, label("reason", "other"));
     e.family("acquire_duration_seconds", "histogram",
              "Time from a lock or acquire call to its grant, waiting included.");

@@ -174,6 +174,12 @@ BOOST_AUTO_TEST_CASE(without_a_quorum_of_acknowledged_grants_the_attempt_fails_a
         // The unacknowledged grants are released like any failed attempt's; the acknowledged one too.
         for (std::size_t i = 0; i < 3; ++i) BOOST_TEST(co_await releases_of(r, i, token) == 1u);
     });
+    // Counted as what it is, for the metrics (redlock_acquire_failures_total{reason="replica_acks"}).
+    const auto stats = r.c->stats();
+    BOOST_TEST(stats.failures.replica_acks == 1u);
+    BOOST_TEST(stats.failures.other == 0u);
+    BOOST_TEST(redlock::to_prometheus(stats).find("redlock_acquire_failures_total{reason=\"replica_acks\"} 1\n") !=
+               std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(one_node_with_fewer_replicas_than_asked_fails_with_replica_acks)
