@@ -118,6 +118,28 @@ BOOST_AUTO_TEST_CASE(a_client_and_a_redis_over_a_cluster_url_lock_release_and_ru
     });
 }
 
+// A Cluster over TLS only (rediss+cluster://, no plain port, the bus and replication over TLS): the map gives each
+// master's tls-port, and the node reaches every master there, checking its certificate against the URL's CA. A
+// node that read the plain port (0 here) would reach no master.
+BOOST_AUTO_TEST_CASE(a_cluster_over_tls_is_reached_at_each_masters_tls_port)
+{
+    sharded_cluster cluster({.replicas_per_shard = 0, .tls = true});
+    BOOST_TEST_REQUIRE(cluster.url().starts_with("rediss+cluster://"));
+    asio::io_context ctx;
+    redlock::client c(ctx.get_executor(), {cluster_config(cluster.url())});
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await c.async_connect(asio::use_awaitable);
+        for (std::size_t shard = 0; shard < cluster.shards(); ++shard) {
+            const auto key = cluster.key_on_shard(shard, "tls:");
+            redlock::mutex m(c, key, {.ttl = 5000ms, .fencing = true});
+            auto lease = co_await m.async_lock(asio::use_awaitable);
+            BOOST_TEST(cluster.master_of_shard(shard).cli({"GET", key}) == lease.token());
+            co_await lease.async_release(asio::use_awaitable);
+        }
+    });
+    BOOST_TEST(c.stats().nodes.front().connection.connects == cluster.shards());
+}
+
 // Between MIGRATING/IMPORTING and the slot's final owner, a key already moved is answered ASK (ASKING + the
 // request at the importing master); after it, MOVED. Scripts go through too (SCRIPT LOAD ahead of ASKING).
 BOOST_AUTO_TEST_CASE(requests_follow_a_live_slot_migration_ask_then_moved)

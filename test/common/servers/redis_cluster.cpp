@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <common/processes/subprocess.hpp>
 #include <common/servers/redis_cluster.hpp>
+#include <common/servers/tls_files.hpp>
 #include <map>
 #include <netinet/in.h>
 #include <optional>
@@ -111,6 +112,14 @@ sharded_cluster::sharded_cluster(sharded_cluster_options options) : options_(opt
                             std::to_string(options_.node_timeout.count()),
                             // A replica may always take over, however long it was cut off (a test kills at will).
                             "--cluster-replica-validity-factor", "0", "--cluster-allow-replica-migration", "no"};
+    node_opts.tls = options_.tls;
+    if (options_.tls) {
+        // A node is the TLS client of its peers' buses and of its master: it shows a certificate made for that.
+        const auto& files = tls_files::get();
+        node_opts.extra_args.insert(node_opts.extra_args.end(),
+                                    {"--tls-cluster", "yes", "--tls-replication", "yes", "--tls-client-cert-file",
+                                     files.client_cert, "--tls-client-key-file", files.client_key});
+    }
     for (auto port : ports) {
         nodes_.push_back(std::unique_ptr<redis_node>(new redis_node(node_opts, port, redis_node::deferred_start{})));
     }
@@ -120,6 +129,11 @@ sharded_cluster::sharded_cluster(sharded_cluster_options options) : options_(opt
     std::vector<std::string> create = {redis_cli, "--cluster", "create"};
     for (auto port : ports) create.push_back("127.0.0.1:" + std::to_string(port));
     create.insert(create.end(), {"--cluster-replicas", std::to_string(options_.replicas_per_shard), "--cluster-yes"});
+    if (options_.tls) {
+        const auto& files = tls_files::get();
+        create.insert(create.end(),
+                      {"--tls", "--cacert", files.ca_cert, "--cert", files.client_cert, "--key", files.client_key});
+    }
     auto result = run_command(create, 30s);
     if (result.exit_code != 0) fail("redis-cli --cluster create failed:\n" + result.out + result.err);
     wait_healthy();
@@ -139,11 +153,13 @@ sharded_cluster::~sharded_cluster() = default;
 
 std::string sharded_cluster::url() const
 {
-    std::string out = "redis+cluster://127.0.0.1:" + std::to_string(nodes_.front()->port());
+    std::string out = (options_.tls ? "rediss+cluster://127.0.0.1:" : "redis+cluster://127.0.0.1:") +
+                      std::to_string(nodes_.front()->port());
     for (std::size_t i = 1; i < nodes_.size(); ++i) {
         out += i == 1 ? "?seed=" : "&seed=";
         out += "127.0.0.1:" + std::to_string(nodes_[i]->port());
     }
+    if (options_.tls) out += "&ca_file=" + tls_files::get().ca_cert;
     return out;
 }
 

@@ -19,6 +19,9 @@ struct sharded_cluster_options {
     std::size_t replicas_per_shard = 1;
     /// --cluster-node-timeout: how long a silent master takes to be judged failed (a failover takes about twice).
     std::chrono::milliseconds node_timeout{1000};
+    /// Every node TLS-only (tls_files; the bus and replication over TLS too): url() is rediss+cluster:// with the
+    /// test CA.
+    bool tls = false;
 };
 
 class sharded_cluster {
@@ -34,9 +37,10 @@ public:
     redis_node& node(std::size_t i) { return *nodes_.at(i); }
     std::size_t shards() const { return options_.shards; }
 
-    /// `redis+cluster://127.0.0.1:P` of the first node, every other node a seed.
+    /// `redis+cluster://127.0.0.1:P` of the first node, every other node a seed (`rediss+cluster://...?ca_file=` with
+    /// tls).
     std::string url() const;
-    /// A cluster URL naming only `node`.
+    /// A cluster URL naming only `node` (plain TCP).
     static std::string url_of(const redis_node& node);
 
     /// Shard i: the slots its master held when the cluster was created (0: from slot 0, and so on); it keeps its
