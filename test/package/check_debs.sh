@@ -8,7 +8,9 @@
 #      the Depends of libredlock-dev, and those dpkg-shlibdeps found for redlock, name installed packages;
 #   2. the contents: everything under /usr; libredlock-dev holds every header of include/redlock/ and no other, the
 #      static library and the CMake package; redlock holds /usr/bin/redlock alone; no file in both;
-#   3. relocatable: no file of the CMake package or the headers names the source or the build tree;
+#      files owned by root, mode 0644 (0755 for the CLI);
+#   3. relocatable: no file of the CMake package or the headers names the source or the build tree, nor does the
+#      CMake package name an absolute /usr/ path;
 #   4. test/consumer configured against the root's usr (find_package(redlock CONFIG), found there and not
 #      elsewhere), built, run;
 #   5. the extracted redlock: its shared libraries resolve, --version prints the package's version, --help works.
@@ -124,6 +126,13 @@ done
 others=$(grep -vE "^/usr/include/redlock/|^/usr/$libdir/libredlock\.a$|^/usr/$libdir/cmake/redlock/" <<<"$dev_files" || true)
 [[ -z $others ]] || fail "libredlock-dev holds unexpected files: $others"
 [[ $cli_files == /usr/bin/redlock ]] || fail "redlock should hold /usr/bin/redlock alone, not: $(tr '\n' ' ' <<<"$cli_files")"
+# Owned by root, files 0644 but the CLI 0755 (what lintian would say first).
+while read -r mode owner _ _ _ path; do
+    [[ $path == */ ]] && continue
+    want=-rw-r--r--
+    [[ $path == ./usr/bin/* ]] && want=-rwxr-xr-x
+    [[ $owner == root/root && $mode == "$want" ]] || fail "${path#.}: $mode $owner, not $want root/root"
+done < <(dpkg-deb -c "$DEV"; dpkg-deb -c "$CLI")
 both=$(comm -12 <(echo "$dev_files") <(echo "$cli_files"))
 [[ -z $both ]] || fail "files in both packages (they could not be installed together): $both"
 
@@ -134,6 +143,10 @@ for tree in "$ROOT" "$BDIR"; do
     leaks=$(grep -rlF "$tree" "$ROOTFS/usr/$libdir/cmake" "$ROOTFS/usr/include" || true)
     [[ -z $leaks ]] || fail "these installed files name $tree (not relocatable): ${leaks//$ROOTFS/}"
 done
+# The CMake package finds its files from where it lies (PACKAGE_PREFIX_DIR, _IMPORT_PREFIX), never by an absolute
+# prefix: extracted here, a /usr/... path would find nothing, or another installed copy.
+leaks=$(grep -rlE '(^|[" ;=])/usr/' "$ROOTFS/usr/$libdir/cmake" || true)
+[[ -z $leaks ]] || fail "these CMake package files name an absolute /usr/ path (not relocatable): ${leaks//$ROOTFS/}"
 
 # ---- 4. the consumer project against the root
 run_step() {
