@@ -58,7 +58,7 @@ mkdir -p "$ROOTFS"
 field() { dpkg-deb -f "$1" "$2"; }
 
 # The package names of a Depends line, versions and alternatives dropped, one a line.
-depends_names() { tr ',|' '\n\n' <<<"$1" | sed -E 's/\(.*\)//; s/:any//; s/^ +//; s/ +$//' | sed '/^$/d'; }
+depends_names() { sed -E 's/[,|]/\n/g' <<<"$1" | sed -E 's/\(.*\)//; s/:any//; s/^ +//; s/ +$//' | sed '/^$/d'; }
 
 check_control() {
     local deb=$1 name=$2 section=$3 f
