@@ -19,7 +19,7 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT ${REDLOCK_PACKAGE_MAINTAINER})
 set(CPACK_PACKAGE_DIRECTORY ${PROJECT_BINARY_DIR}/packages)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-set(CPACK_SOURCE_IGNORE_FILES "/\\.git" "/build/") # for `cpack --config CPackSourceConfig.cmake`
+set(CPACK_SOURCE_IGNORE_FILES "/[.]git" "/build/") # for `cpack --config CPackSourceConfig.cmake`
 set(CPACK_STRIP_FILES ON) # the CLI's symbol table (CMake never strips a static library)
 
 set(CPACK_COMPONENTS_ALL dev)
