@@ -29,6 +29,7 @@ commands:
   status --key NAME                    who holds a lock or a semaphore, remaining TTL per node
   bench [--scenario ...]               lock, semaphore, limiter and cache latency and throughput of a deployment
   help [COMMAND]                       this text, or COMMAND's
+  --version                            the version of redlock
 
 'redlock <command> --help' (or 'redlock help <command>') describes each command. Nodes come from
 --nodes URL[,URL...], else $REDLOCK_NODES, else redis://127.0.0.1:6379.
@@ -43,6 +44,11 @@ int dispatch(const std::string& name, const std::vector<std::string>& args)
             throw usage_error("unknown command '" + std::string(wanted) + "' (exec, throttle, status, bench or help)");
         return *it;
     };
+    if (name == "--version" || name == "version") {
+        if (!args.empty()) throw usage_error("--version takes no arguments");
+        write_stdout("redlock " REDLOCK_VERSION "\n");
+        return exit_code::ok;
+    }
     if (name == "help" || name == "--help" || name == "-h") {
         if (args.size() > 1) throw usage_error("help: one command at most, as in: redlock help exec");
         write_stdout(args.empty() ? general_help : find(args.front()).help);

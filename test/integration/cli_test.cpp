@@ -296,6 +296,16 @@ BOOST_AUTO_TEST_CASE(help_exits_0)
     BOOST_TEST(redlock_cli({"help", "frob"}).exit_code == 64);
 }
 
+BOOST_AUTO_TEST_CASE(version_prints_the_project_version)
+{
+    for (const char* flag : {"--version", "version"}) {
+        auto r = redlock_cli({flag});
+        BOOST_TEST(r.exit_code == 0, flag);
+        BOOST_TEST(r.out == "redlock " REDLOCK_VERSION "\n", flag);
+    }
+    BOOST_TEST(redlock_cli({"--version", "extra"}).exit_code == 64);
+}
+
 BOOST_AUTO_TEST_CASE(a_missing_command_exits_127_without_taking_the_lock)
 {
     cluster nodes(1);
