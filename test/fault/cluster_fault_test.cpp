@@ -135,14 +135,6 @@ private:
     std::vector<std::string> names_;
 };
 
-redlock::node_config cluster_config(const std::string& url)
-{
-    auto c = redlock::parse_url(url);
-    c.reconnect_min_delay = 10ms;
-    c.reconnect_max_delay = 200ms;
-    return c;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(counters_stay_exact_through_a_coordinated_failover)

@@ -21,6 +21,7 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using redlock::error;
 using redlock::error_code;
+using redlock::test::cluster_config;
 using redlock::test::run_coro;
 using redlock::test::sharded_cluster;
 using redlock::test::sleep_for;
@@ -28,14 +29,6 @@ using steady = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
-
-redlock::node_config cluster_config(const std::string& url)
-{
-    auto c = redlock::parse_url(url);
-    c.reconnect_min_delay = 10ms;
-    c.reconnect_max_delay = 200ms;
-    return c;
-}
 
 asio::awaitable<error_code> exec(const redlock::redis& r, redlock::request& req, redlock::response& resp,
                                  const std::string& key)

@@ -30,6 +30,7 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using redlock::error;
 using redlock::error_code;
+using redlock::test::cluster_config;
 using redlock::test::run_coro;
 using redlock::test::sharded_cluster;
 using redlock::test::sleep_for;
@@ -41,14 +42,6 @@ sharded_cluster& the_cluster()
 {
     static sharded_cluster cluster;
     return cluster;
-}
-
-redlock::node_config cluster_config(const std::string& url)
-{
-    auto c = redlock::parse_url(url);
-    c.reconnect_min_delay = 10ms;
-    c.reconnect_max_delay = 200ms;
-    return c;
 }
 
 asio::awaitable<bool> soon(std::function<bool()> pred, std::chrono::milliseconds limit)

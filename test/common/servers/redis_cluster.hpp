@@ -4,6 +4,8 @@
 // every node says cluster_state:ok and they all agree on who owns which slot.
 #pragma once
 
+#include <redlock/node_config.hpp>
+
 #include <chrono>
 #include <common/servers/redis_node.hpp>
 #include <cstddef>
@@ -13,6 +15,15 @@
 #include <vector>
 
 namespace redlock::test {
+
+/// The node configuration of a Cluster URL for tests: quick reconnects, so a test sees a failover's new master soon.
+inline redlock::node_config cluster_config(const std::string& url)
+{
+    auto c = redlock::parse_url(url);
+    c.reconnect_min_delay = std::chrono::milliseconds(10);
+    c.reconnect_max_delay = std::chrono::milliseconds(200);
+    return c;
+}
 
 struct sharded_cluster_options {
     std::size_t shards = 3;
