@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <poll.h>
 #include <signal.h>
 #include <sstream>
@@ -59,6 +60,35 @@ int open_output(const std::string& file)
     if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + file);
     return fd;
 }
+
+// The directories make_temp_dir made, removed at exit (a static's destructor).
+class temp_dirs {
+public:
+    static temp_dirs& get()
+    {
+        static temp_dirs dirs;
+        return dirs;
+    }
+
+    void add(const std::string& dir)
+    {
+        std::lock_guard lock(mutex_);
+        dirs_.push_back(dir);
+    }
+
+    ~temp_dirs()
+    {
+        // A forked child that exits normally must not remove its parent's directories.
+        if (getpid() != owner_ || std::getenv("REDLOCK_TEST_KEEP_TEMP") != nullptr) return;
+        std::error_code ignored;
+        for (const auto& dir : dirs_) std::filesystem::remove_all(dir, ignored);
+    }
+
+private:
+    const pid_t owner_ = getpid();
+    std::mutex mutex_;
+    std::vector<std::string> dirs_;
+};
 
 }  // namespace
 
@@ -117,6 +147,7 @@ std::string make_temp_dir(const std::string& prefix)
     if (mkdtemp(pattern.data()) == nullptr) {
         throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
     }
+    temp_dirs::get().add(pattern);
     return pattern;
 }
 

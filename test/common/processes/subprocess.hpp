@@ -39,7 +39,9 @@ command_result run_command(const std::vector<std::string>& args, std::chrono::mi
 // Waits until the child exits or `timeout` passes; returns true and reaps it when it exited.
 bool wait_for_exit(pid_t pid, std::chrono::milliseconds timeout, int* status = nullptr);
 
-// A new empty directory under $TMPDIR (or /tmp) named <prefix>XXXXXX; throws on failure.
+// A new empty directory under $TMPDIR (or /tmp) named <prefix>XXXXXX; throws on failure. It is removed with
+// everything in it when the test process exits normally, unless $REDLOCK_TEST_KEEP_TEMP is set (to look inside
+// after a failure): a suite run hundreds of times must not fill the disk.
 std::string make_temp_dir(const std::string& prefix);
 
 // SIGCONT, SIGTERM, up to `grace` for it to exit, then SIGKILL; always reaps. Never throws.
