@@ -93,6 +93,8 @@ struct cluster_exec {
     bool asked = false;  // the attempt in flight is an ASKING one
     unsigned redirects = 0;
     unsigned retries = 0;
+    unsigned sends = 0;       // attempts sent so far: one sent again must not overtake a later request that ran
+    error_code refused_with;  // the last attempt's refusal: the answer when it cannot be sent again
     bool in_flight = false;
     bool timed_out = false;
     bool done = false;
@@ -342,6 +344,15 @@ private:
         auto& lane = at->second;
         while (lane.has_waiting()) {
             auto& op = lane.front();
+            if (op->sends > 0) {
+                // Refused before: a later request of its slot that ran would run before it (the node contract).
+                if (lane.later_ran(op->seq)) {
+                    auto refused = lane.take_front();
+                    finish(refused, refused->refused_with);
+                    continue;
+                }
+                if (lane.in_flight() > 0) break;  // a later request in flight may yet run: its answer decides
+            }
             const auto now = clock::now();
             if (op->not_before > now) {
                 wake_at(op, op->not_before);
@@ -372,6 +383,7 @@ private:
     void send(const op_ptr& op, const std::shared_ptr<master_link>& link)
     {
         op->in_flight = true;
+        ++op->sends;
         op->asked = op->ask_target.has_value();
         op->ask_target.reset();  // ASK holds for one attempt
         auto on_answer = asio::bind_cancellation_slot(
@@ -396,21 +408,29 @@ private:
                              std::make_move_iterator(op->asking_resp.end()));
             op->asking_resp.clear();
         }
+        bool refused = false;
         if (op->timed_out) {
             finish(op, error::timeout);
         } else if (closed_) {
             finish(op, error::closed);
-        } else if (!retry_after(op, link, ec)) {
+        } else if (!retry_after(op, link, ec, refused)) {
             finish(op, ec);
+        }
+        // What was not refused reached its master and may have run: an earlier refused request must not follow it.
+        if (!refused) {
+            if (auto at = lanes_.find(op->lane); at != lanes_.end()) at->second.ran(op->seq);
         }
         pump(op->lane);
     }
 
-    // Whether `op`'s outcome `ec` at `link` is a refusal to follow; if so, queues it again.
-    bool retry_after(const op_ptr& op, const master_link& link, error_code ec)
+    // Whether `op`'s outcome `ec` at `link` is a refusal to follow; if so, queues it again. `refused`: it did not
+    // run there (a refusal, or never sent), followed or not.
+    bool retry_after(const op_ptr& op, const master_link& link, error_code ec, bool& refused)
     {
         std::optional<cluster_refusal> refusal;
         if (ec == error::server_error) refusal = read_refusal(*op->resp, link.address.host);
+        refused = refusal.has_value() || ec == error::not_connected;
+        if (refused) op->refused_with = ec;
         auto now = clock::now();
         if (refusal) {
             switch (refusal->what) {
