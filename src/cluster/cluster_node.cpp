@@ -194,7 +194,7 @@ public:
     {
         std::lock_guard lock(links_mutex_);
         usage total = retired_usage_;
-        for (const auto& [key, link] : links_) add(total, link->conn.get_usage());
+        for (const auto& [key, link] : links_) total += link->conn.get_usage();
         return total;
     }
 
@@ -218,21 +218,6 @@ private:
         std::shared_ptr<pending_completion<>> done;
     };
     using op_ptr = std::shared_ptr<cluster_exec>;
-
-    static void add(usage& total, const usage& u)
-    {
-        total.writes += u.writes;
-        total.bytes_written += u.bytes_written;
-        total.bytes_read += u.bytes_read;
-        total.requests += u.requests;
-        total.replies += u.replies;
-        total.pushes += u.pushes;
-        total.abandoned += u.abandoned;
-        total.connects += u.connects;
-        total.disconnects += u.disconnects;
-        total.resubscribes += u.resubscribes;
-        total.subscribe_refusals += u.subscribe_refusals;
-    }
 
     // --- links -----------------------------------------------------------------------------------------------
 
@@ -294,7 +279,7 @@ private:
                     ++at;
                     continue;
                 }
-                add(retired_usage_, at->second->conn.get_usage());
+                retired_usage_ += at->second->conn.get_usage();
                 dropped.push_back(at->second);
                 at = links_.erase(at);
             }

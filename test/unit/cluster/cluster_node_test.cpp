@@ -182,8 +182,7 @@ request command_request(const command& c)
 }
 
 // Runs one request on `node` to completion.
-[[maybe_unused]] error_code exec(asio::io_context& io, redlock::node& node, const request& req, response& resp,
-                                 const std::string& key)
+error_code exec(asio::io_context& io, redlock::node& node, const request& req, response& resp, const std::string& key)
 {
     std::optional<error_code> result;
     node.async_exec(req, resp, key, [&](error_code ec) { result = ec; });
@@ -191,8 +190,8 @@ request command_request(const command& c)
     return *result;
 }
 
-[[maybe_unused]] error_code subscribe(asio::io_context& io, redlock::node& node, std::vector<std::string> channels,
-                                      redlock::diagnostics* diag_out = nullptr)
+error_code subscribe(asio::io_context& io, redlock::node& node, std::vector<std::string> channels,
+                     redlock::diagnostics* diag_out = nullptr)
 {
     std::optional<error_code> result;
     redlock::diagnostics diag;
@@ -285,6 +284,34 @@ BOOST_AUTO_TEST_CASE(requests_refused_together_by_moved_are_all_sent_again_in_th
     BOOST_REQUIRE(run_until(io, [&] { return results[0] && results[1] && results[2]; }));
     for (auto& r : results) BOOST_TEST(!*r);
     BOOST_TEST((b.commands() == std::vector<command>{{"SET", "k", "1"}, {"DEL", "k"}, {"SET", "k", "2"}}));
+    node->close();
+    run_until(
+        io, [] { return false; }, 50ms);
+}
+
+// Finding: the Cluster node summed its connections' counters field by field and left subscriptions_lost out.
+BOOST_AUTO_TEST_CASE(usage_adds_every_counter)
+{
+    redlock::usage total;
+    redlock::usage one{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    total += one;
+    total += one;
+    const redlock::usage twice{2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24};
+    BOOST_TEST((std::memcmp(&total, &twice, sizeof(redlock::usage)) == 0));
+}
+
+BOOST_AUTO_TEST_CASE(a_cluster_nodes_usage_counts_the_channels_a_master_dropped)
+{
+    fake_member a;
+    a.set_map({{0, 16383, a.port()}});
+    asio::io_context io;
+    auto node = redlock::make_node(io.get_executor(), fast_config(a.url()));
+    BOOST_REQUIRE(!subscribe(io, *node, {"ch"}));
+    auto req = command_request({"ECHO", "drop:ch"});
+    response resp;
+    BOOST_TEST(!exec(io, *node, req, resp, "ch"));
+    BOOST_TEST(run_until(
+        io, [&] { return node->get_usage().subscriptions_lost == 1; }, 2000ms));
     node->close();
     run_until(
         io, [] { return false; }, 50ms);
