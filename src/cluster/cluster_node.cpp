@@ -26,6 +26,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <unordered_map>
 
 namespace redlock::detail {
@@ -587,7 +588,6 @@ private:
 
     void apply(slot_map map)
     {
-        const bool changed = !(map == map_);
         map_ = std::move(map);
         for (const auto& master : map_.masters()) link_to(master);
         drop_links_outside(map_);
@@ -596,7 +596,7 @@ private:
         std::vector<std::uint32_t> waiting;
         for (const auto& [id, lane] : lanes_) waiting.push_back(id);
         for (auto id : waiting) pump(id);
-        if (changed) rehome_channels();
+        rehome_channels();  // also the channels subscribed nowhere: their last try failed
     }
 
     // The connect waiters' answer: every master's connection up, or the first that is not, with its text.
@@ -724,7 +724,8 @@ private:
     }
 
     // Subscribes each held channel at its slot's master where it is not subscribed there (a new map moved its
-    // slot, or its master dropped it), and unsubscribes it where it was.
+    // slot, its master dropped it, or its last subscription failed), and unsubscribes it where it was. After every
+    // map read, so a failure is tried again with the next; never twice at once for one channel.
     void rehome_channels()
     {
         if (closed_ || map_.empty()) return;
@@ -732,9 +733,10 @@ private:
         std::map<std::string, std::vector<std::string>> to_unsubscribe;  // by old home
         for (auto& [channel, home] : channel_homes_) {
             auto owner = owner_of(key_slot(channel));
-            if (!owner || owner->key == home) continue;
+            if (!owner || owner->key == home || rehoming_.count(channel) != 0) continue;
             if (!home.empty()) to_unsubscribe[home].push_back(channel);
             to_subscribe[owner->key].push_back(channel);
+            rehoming_.insert(channel);
             home.clear();  // nowhere until the new master confirms
         }
         for (auto& [home, group] : to_unsubscribe) {
@@ -742,11 +744,15 @@ private:
         }
         for (auto& [home, group] : to_subscribe) {
             auto link = find_link(home);
-            if (!link) continue;
+            if (!link) {
+                for (const auto& channel : group) rehoming_.erase(channel);
+                continue;
+            }
             auto diag = std::make_shared<diagnostics>();
             link->conn.async_subscribe(
                 group, *diag,
                 asio::bind_executor(strand_, [self = shared_from_this(), group, home, diag](error_code ec) {
+                    for (const auto& channel : group) self->rehoming_.erase(channel);
                     if (ec) return self->request_refresh();  // the next map tries them again
                     for (const auto& channel : group) {
                         // Unsubscribed meanwhile: the caller no longer wants it.
@@ -790,6 +796,7 @@ private:
 
     std::shared_ptr<handler_box> handler_box_;
     std::map<std::string, std::string> channel_homes_;  // channel -> the link it is subscribed at ("" = nowhere)
+    std::set<std::string> rehoming_;                    // channels rehome_channels is subscribing now
 };
 
 cluster_node::cluster_node(const asio::any_io_executor& ex, const node_config& config)

@@ -316,3 +316,31 @@ BOOST_AUTO_TEST_CASE(a_cluster_nodes_usage_counts_the_channels_a_master_dropped)
     run_until(
         io, [] { return false; }, 50ms);
 }
+
+// Finding: a channel whose subscription failed again after its master dropped it was left subscribed nowhere (the
+// retry waited for a map that changed, and the map had not).
+BOOST_AUTO_TEST_CASE(a_failed_resubscribe_is_tried_again_after_the_next_map_read)
+{
+    fake_member a;
+    a.set_map({{0, 16383, a.port()}});
+    int subscribes = 0;
+    a.set_script([&](const command& c) -> std::optional<std::string> {
+        if (c == command{"SSUBSCRIBE", "ch"} && ++subscribes == 2) return "-ERR not now\r\n";
+        return std::nullopt;
+    });
+    asio::io_context io;
+    auto node = redlock::make_node(io.get_executor(), fast_config(a.url()));
+    BOOST_REQUIRE(!subscribe(io, *node, {"ch"}));
+    auto req = command_request({"ECHO", "drop:ch"});  // a drops ch; the node subscribes it again, refused once
+    response resp;
+    BOOST_TEST(!exec(io, *node, req, resp, "ch"));
+    BOOST_TEST(run_until(
+        io,
+        [&] {
+            return a.count({"SSUBSCRIBE", "ch"}) >= 3;
+        },
+        3000ms));
+    node->close();
+    run_until(
+        io, [] { return false; }, 50ms);
+}
