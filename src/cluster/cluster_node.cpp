@@ -150,7 +150,10 @@ public:
     {
         auto done = std::make_shared<pending_completion<>>(std::move(handler), io_);
         asio::post(strand_, [self = shared_from_this(), channels = std::move(channels), diag, done]() mutable {
-            self->subscribe_on_strand(std::move(channels), diag, done, true);
+            // Wanted from now on, until an unsubscribe: a confirmation that comes after one is not kept.
+            std::vector<std::uint64_t> wants;
+            for (const auto& channel : channels) wants.push_back(self->wanted_[channel] = ++self->last_want_);
+            self->subscribe_on_strand(std::move(channels), std::move(wants), diag, done, true);
         });
     }
 
@@ -660,7 +663,14 @@ private:
 
     // --- subscriptions ---------------------------------------------------------------------------------------
 
-    void subscribe_on_strand(std::vector<std::string> channels, diagnostics* diag,
+    // Whether `channel` is still wanted as the subscription numbered `want` asked it (no unsubscribe since).
+    bool still_wanted(const std::string& channel, std::uint64_t want) const
+    {
+        auto at = wanted_.find(channel);
+        return at != wanted_.end() && at->second == want;
+    }
+
+    void subscribe_on_strand(std::vector<std::string> channels, std::vector<std::uint64_t> wants, diagnostics* diag,
                              std::shared_ptr<pending_completion<>> done, bool wait_for_map)
     {
         if (closed_) return done->complete(error::closed);
@@ -670,22 +680,25 @@ private:
             if (!wait_for_map) return done->complete(error::not_connected);
             // No map yet: subscribe once the first read ends, successful or not.
             connect_waiters_.push_back(connect_waiter{
-                nullptr, std::make_shared<pending_completion<>>(
-                             asio::bind_executor(strand_,
-                                                 [self = shared_from_this(), channels, diag, done](error_code) mutable {
-                                                     self->subscribe_on_strand(std::move(channels), diag, done, false);
-                                                 }),
-                             strand_)});
+                nullptr,
+                std::make_shared<pending_completion<>>(
+                    asio::bind_executor(strand_,
+                                        [self = shared_from_this(), channels, wants, diag, done](error_code) mutable {
+                                            self->subscribe_on_strand(std::move(channels), std::move(wants), diag, done,
+                                                                      false);
+                                        }),
+                    strand_)});
             return request_refresh();
         }
-        link->conn.async_subscribe(
-            channels, *diag,
-            asio::bind_executor(strand_, [self = shared_from_this(), channels, key = link->key, done](error_code ec) {
-                if (!ec) {
-                    for (const auto& channel : channels) self->channel_homes_[channel] = key;
-                }
-                done->complete(ec);
-            }));
+        link->conn.async_subscribe(channels, *diag,
+                                   asio::bind_executor(strand_, [self = shared_from_this(), channels, wants,
+                                                                 key = link->key, done](error_code ec) {
+                                       for (std::size_t i = 0; !ec && i < channels.size(); ++i) {
+                                           if (self->still_wanted(channels[i], wants[i]))
+                                               self->channel_homes_[channels[i]] = key;
+                                       }
+                                       done->complete(ec);
+                                   }));
     }
 
     void unsubscribe_on_strand(std::vector<std::string> channels, std::shared_ptr<pending_completion<>> done)
@@ -697,6 +710,7 @@ private:
             auto at = channel_homes_.find(channel);
             std::string home = at != channel_homes_.end() ? at->second : std::string();
             if (at != channel_homes_.end()) channel_homes_.erase(at);
+            wanted_.erase(channel);
             if (home.empty()) {
                 if (auto owner = owner_of(key_slot(channel))) home = owner->key;  // confirmed there if never subscribed
             }
@@ -730,12 +744,14 @@ private:
     {
         if (closed_ || map_.empty()) return;
         std::map<std::string, std::vector<std::string>> to_subscribe;    // by new home
+        std::map<std::string, std::vector<std::uint64_t>> wants;         // the channels' wants, by new home
         std::map<std::string, std::vector<std::string>> to_unsubscribe;  // by old home
         for (auto& [channel, home] : channel_homes_) {
             auto owner = owner_of(key_slot(channel));
             if (!owner || owner->key == home || rehoming_.count(channel) != 0) continue;
             if (!home.empty()) to_unsubscribe[home].push_back(channel);
             to_subscribe[owner->key].push_back(channel);
+            wants[owner->key].push_back(wanted_[channel]);
             rehoming_.insert(channel);
             home.clear();  // nowhere until the new master confirms
         }
@@ -749,17 +765,19 @@ private:
                 continue;
             }
             auto diag = std::make_shared<diagnostics>();
-            link->conn.async_subscribe(
-                group, *diag,
-                asio::bind_executor(strand_, [self = shared_from_this(), group, home, diag](error_code ec) {
-                    for (const auto& channel : group) self->rehoming_.erase(channel);
-                    if (ec) return self->request_refresh();  // the next map tries them again
-                    for (const auto& channel : group) {
-                        // Unsubscribed meanwhile: the caller no longer wants it.
-                        auto at = self->channel_homes_.find(channel);
-                        if (at != self->channel_homes_.end()) at->second = home;
-                    }
-                }));
+            link->conn.async_subscribe(group, *diag,
+                                       asio::bind_executor(strand_, [self = shared_from_this(), group,
+                                                                     wants = wants[home], home, diag](error_code ec) {
+                                           for (const auto& channel : group) self->rehoming_.erase(channel);
+                                           if (ec) return self->request_refresh();  // the next map tries them again
+                                           for (std::size_t i = 0; i < group.size(); ++i) {
+                                               // Unsubscribed meanwhile (perhaps subscribed again since): the caller no
+                                               // longer wants this one.
+                                               if (!self->still_wanted(group[i], wants[i])) continue;
+                                               auto at = self->channel_homes_.find(group[i]);
+                                               if (at != self->channel_homes_.end()) at->second = home;
+                                           }
+                                       }));
         }
     }
 
@@ -797,6 +815,8 @@ private:
     std::shared_ptr<handler_box> handler_box_;
     std::map<std::string, std::string> channel_homes_;  // channel -> the link it is subscribed at ("" = nowhere)
     std::set<std::string> rehoming_;                    // channels rehome_channels is subscribing now
+    std::map<std::string, std::uint64_t> wanted_;       // channel -> the number of the subscribe that wants it
+    std::uint64_t last_want_ = 0;
 };
 
 cluster_node::cluster_node(const asio::any_io_executor& ex, const node_config& config)

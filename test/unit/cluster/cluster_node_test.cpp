@@ -201,14 +201,6 @@ error_code subscribe(asio::io_context& io, redlock::node& node, std::vector<std:
     return *result;
 }
 
-[[maybe_unused]] error_code unsubscribe(asio::io_context& io, redlock::node& node, std::vector<std::string> channels)
-{
-    std::optional<error_code> result;
-    node.async_unsubscribe(std::move(channels), [&](error_code ec) { result = ec; });
-    BOOST_REQUIRE(run_until(io, [&] { return result.has_value(); }));
-    return *result;
-}
-
 error_code connect(asio::io_context& io, redlock::node& node)
 {
     std::optional<error_code> result;
@@ -340,6 +332,41 @@ BOOST_AUTO_TEST_CASE(a_failed_resubscribe_is_tried_again_after_the_next_map_read
             return a.count({"SSUBSCRIBE", "ch"}) >= 3;
         },
         3000ms));
+    node->close();
+    run_until(
+        io, [] { return false; }, 50ms);
+}
+
+// Finding: a subscription confirmed after its unsubscribe brought the channel back into the node's channels, and every
+// later map move subscribed it again at the new master, for good.
+BOOST_AUTO_TEST_CASE(a_subscription_confirmed_after_its_unsubscribe_is_not_kept)
+{
+    fake_member a;
+    fake_member b;
+    a.set_map({{0, 16383, a.port()}});
+    asio::io_context io;
+    auto node = redlock::make_node(io.get_executor(), fast_config(a.url()));
+    BOOST_REQUIRE(!connect(io, *node));
+    std::optional<error_code> subscribed, unsubscribed;
+    redlock::diagnostics diag;
+    node->async_subscribe({"ch"}, diag, [&](error_code ec) { subscribed = ec; });
+    node->async_unsubscribe({"ch"}, [&](error_code ec) { unsubscribed = ec; });  // before the confirmation
+    BOOST_REQUIRE(run_until(io, [&] { return subscribed && unsubscribed; }));
+    // Every slot moves to b; a request learns it (MOVED) and the node reads the new map.
+    a.set_map({{0, 16383, b.port()}});
+    b.set_map({{0, 16383, b.port()}});
+    const auto slot = redlock::detail::key_slot("x");
+    a.set_script([&](const command& c) -> std::optional<std::string> {
+        if (c.size() >= 2 && c[1] == "x")
+            return "-MOVED " + std::to_string(slot) + " 127.0.0.1:" + std::to_string(b.port()) + "\r\n";
+        return std::nullopt;
+    });
+    auto req = command_request({"SET", "x", "1"});
+    response resp;
+    BOOST_TEST(!exec(io, *node, req, resp, "x"));
+    run_until(
+        io, [] { return false; }, 300ms);
+    BOOST_TEST(b.count({"SSUBSCRIBE", "ch"}) == 0u);
     node->close();
     run_until(
         io, [] { return false; }, 50ms);
