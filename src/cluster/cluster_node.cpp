@@ -88,7 +88,8 @@ struct cluster_exec {
     std::optional<asio::steady_timer> retry_timer;
     asio::cancellation_signal cancel;
     pending_completion<> completion;
-    std::optional<master_address> ask_target;  // the next attempt goes there with ASKING
+    std::optional<master_address> ask_target;    // the next attempt goes there with ASKING
+    std::optional<master_address> moved_target;  // keyless: where MOVED sent it (a keyed one follows the map)
     request asking;
     response asking_resp;
     bool asked = false;  // the attempt in flight is an ASKING one
@@ -165,12 +166,13 @@ public:
         });
     }
 
-    void resubscribe(std::vector<std::string> channels)
+    void resubscribe(std::vector<std::string> channels, std::string from)
     {
-        asio::post(strand_, [self = shared_from_this(), channels = std::move(channels)] {
+        asio::post(strand_, [self = shared_from_this(), channels = std::move(channels), from = std::move(from)] {
             for (const auto& channel : channels) {
+                // Only its home can lose it: news from a master it already left (a late `sunsubscribe`) is old.
                 auto at = self->channel_homes_.find(channel);
-                if (at != self->channel_homes_.end()) at->second.clear();  // subscribed nowhere now
+                if (at != self->channel_homes_.end() && at->second == from) at->second.clear();
             }
             self->rehome_channels();
         });
@@ -257,12 +259,13 @@ private:
             if (handler && *handler) (*handler)(channel, payload);
         });
         // The master dropped channels whose slot moved away (a failover, a migration): the map is stale too.
-        link->conn.set_subscription_lost_handler([weak = weak_from_this()](std::vector<std::string> channels) {
-            auto self = weak.lock();
-            if (!self) return;
-            asio::post(self->strand_, [self] { self->request_refresh(); });
-            self->resubscribe(std::move(channels));
-        });
+        link->conn.set_subscription_lost_handler(
+            [weak = weak_from_this(), from = link->key](std::vector<std::string> channels) {
+                auto self = weak.lock();
+                if (!self) return;
+                asio::post(self->strand_, [self] { self->request_refresh(); });
+                self->resubscribe(std::move(channels), from);
+            });
         link->conn.async_connect([](error_code) {});  // it keeps reconnecting on its own
         std::lock_guard lock(links_mutex_);
         if (closed_) link->conn.close();
@@ -347,7 +350,9 @@ private:
                 wake_at(op, op->not_before);
                 break;
             }
-            auto link = op->ask_target ? link_to(*op->ask_target) : owner_of(id);
+            auto link = op->ask_target     ? link_to(*op->ask_target)
+                        : op->moved_target ? link_to(*op->moved_target)
+                                           : owner_of(id);
             if (!link) {
                 request_refresh();  // no map yet: the refresh pumps every lane when it has one
                 break;
@@ -426,6 +431,7 @@ private:
                 case cluster_refusal::kind::moved:
                     if (++op->redirects > max_redirects) return false;
                     map_.assign(refusal->slot, refusal->target);  // right away; the full read follows
+                    if (op->lane == keyless_lane) op->moved_target = refusal->target;  // no slot of its own to follow
                     request_refresh();
                     op->not_before = now;
                     break;
@@ -438,12 +444,14 @@ private:
                     request_refresh();
                     [[fallthrough]];
                 case cluster_refusal::kind::try_again:
+                    op->redirects = 0;  // redirects count in a row
                     op->not_before = now + backoff(op->retries++);
                     break;
             }
         } else if (ec == error::not_connected) {
             // Never sent: its master is down. A failover gives the slot to a replica; the map will say which.
             request_refresh();
+            op->redirects = 0;
             op->not_before = now + backoff(op->retries++);
         } else {
             // connection_lost: it may have run, so the caller decides; the map may have changed under it.
@@ -875,9 +883,9 @@ void cluster_node::close()
     state_->close();
 }
 
-void cluster_node::resubscribe_channels(std::vector<std::string> channels)
+void cluster_node::resubscribe_channels(std::vector<std::string> channels, const std::string& from)
 {
-    state_->resubscribe(std::move(channels));
+    state_->resubscribe(std::move(channels), from);
 }
 
 std::unique_ptr<node> make_cluster_node(const asio::any_io_executor& ex, const node_config& config)

@@ -371,3 +371,52 @@ BOOST_AUTO_TEST_CASE(a_subscription_confirmed_after_its_unsubscribe_is_not_kept)
     run_until(
         io, [] { return false; }, 50ms);
 }
+
+// Finding: a late `sunsubscribe` from a channel's old master cleared its home even when it lived at another master
+// by then: a second SSUBSCRIBE there, and no home meanwhile. Only the link that reports it can lose it.
+BOOST_AUTO_TEST_CASE(a_drop_reported_by_a_master_that_is_not_the_channels_home_changes_nothing)
+{
+    fake_member a;
+    a.set_map({{0, 16383, a.port()}});
+    asio::io_context io;
+    redlock::detail::cluster_node node(io.get_executor(), fast_config(a.url()));
+    BOOST_REQUIRE(!subscribe(io, node, {"ch"}));
+    node.resubscribe_channels({"ch"}, "127.0.0.1:1");  // late news from a master it left
+    run_until(
+        io, [] { return false; }, 200ms);
+    BOOST_TEST(a.count({"SSUBSCRIBE", "ch"}) == 1u);
+    node.resubscribe_channels({"ch"}, "127.0.0.1:" + std::to_string(a.port()));  // its home's: subscribed again
+    BOOST_TEST(run_until(
+        io,
+        [&] {
+            return a.count({"SSUBSCRIBE", "ch"}) == 2u;
+        },
+        2000ms));
+    node.close();
+    run_until(
+        io, [] { return false; }, 50ms);
+}
+
+// Finding: a keyless request answered MOVED went back to the first master until its 16 redirects ran out.
+BOOST_AUTO_TEST_CASE(a_keyless_request_follows_moved_to_its_target)
+{
+    fake_member a;
+    fake_member b;
+    const std::vector<slot_range> map{{0, 8000, a.port()}, {8001, 16383, b.port()}};
+    a.set_map(map);
+    b.set_map(map);
+    a.set_script([&](const command& c) -> std::optional<std::string> {
+        if (c == command{"ECHO", "keyless"}) return "-MOVED 9000 127.0.0.1:" + std::to_string(b.port()) + "\r\n";
+        return std::nullopt;
+    });
+    asio::io_context io;
+    auto node = redlock::make_node(io.get_executor(), fast_config(a.url()));
+    auto req = command_request({"ECHO", "keyless"});
+    response resp;
+    BOOST_TEST(!exec(io, *node, req, resp, ""));
+    BOOST_TEST(a.count({"ECHO", "keyless"}) == 1u);
+    BOOST_TEST(b.count({"ECHO", "keyless"}) == 1u);
+    node->close();
+    run_until(
+        io, [] { return false; }, 50ms);
+}
