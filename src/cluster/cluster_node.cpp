@@ -154,7 +154,9 @@ public:
             // Wanted from now on, until an unsubscribe: a confirmation that comes after one is not kept.
             std::vector<std::uint64_t> wants;
             for (const auto& channel : channels) wants.push_back(self->wanted_[channel] = ++self->last_want_);
-            self->subscribe_on_strand(std::move(channels), std::move(wants), diag, done, true);
+            auto call = std::make_shared<subscribe_call>(subscribe_call{
+                std::move(channels), std::move(wants), diag, done, clock::now() + self->config_.request_timeout});
+            self->subscribe_on_strand(std::move(call), true);
         });
     }
 
@@ -678,35 +680,55 @@ private:
         return at != wanted_.end() && at->second == want;
     }
 
-    void subscribe_on_strand(std::vector<std::string> channels, std::vector<std::uint64_t> wants, diagnostics* diag,
-                             std::shared_ptr<pending_completion<>> done, bool wait_for_map)
+    // One async_subscribe: its channels, what each is wanted as, its deadline and redirects so far.
+    struct subscribe_call {
+        std::vector<std::string> channels;
+        std::vector<std::uint64_t> wants;
+        diagnostics* diag;
+        std::shared_ptr<pending_completion<>> done;
+        clock::time_point deadline;
+        unsigned redirects = 0;
+    };
+
+    void subscribe_on_strand(std::shared_ptr<subscribe_call> call, bool wait_for_map)
     {
-        if (closed_) return done->complete(error::closed);
-        if (channels.empty()) return done->complete(error::invalid_argument);
-        auto link = owner_of(key_slot(channels.front()));
+        if (closed_) return call->done->complete(error::closed);
+        if (call->channels.empty()) return call->done->complete(error::invalid_argument);
+        auto link = owner_of(key_slot(call->channels.front()));
         if (!link) {
-            if (!wait_for_map) return done->complete(error::not_connected);
+            if (!wait_for_map) return call->done->complete(error::not_connected);
             // No map yet: subscribe once the first read ends, successful or not.
             connect_waiters_.push_back(connect_waiter{
-                nullptr,
-                std::make_shared<pending_completion<>>(
-                    asio::bind_executor(strand_,
-                                        [self = shared_from_this(), channels, wants, diag, done](error_code) mutable {
-                                            self->subscribe_on_strand(std::move(channels), std::move(wants), diag, done,
-                                                                      false);
-                                        }),
-                    strand_)});
+                nullptr, std::make_shared<pending_completion<>>(
+                             asio::bind_executor(strand_, [self = shared_from_this(), call](
+                                                              error_code) { self->subscribe_on_strand(call, false); }),
+                             strand_)});
             return request_refresh();
         }
-        link->conn.async_subscribe(channels, *diag,
-                                   asio::bind_executor(strand_, [self = shared_from_this(), channels, wants,
-                                                                 key = link->key, done](error_code ec) {
-                                       for (std::size_t i = 0; !ec && i < channels.size(); ++i) {
-                                           if (self->still_wanted(channels[i], wants[i]))
-                                               self->channel_homes_[channels[i]] = key;
+        link->conn.async_subscribe(call->channels, *call->diag,
+                                   asio::bind_executor(strand_, [self = shared_from_this(), call, link](error_code ec) {
+                                       if (ec == error::server_error && self->follow_subscribe_refusal(call, *link))
+                                           return;
+                                       for (std::size_t i = 0; !ec && i < call->channels.size(); ++i) {
+                                           if (self->still_wanted(call->channels[i], call->wants[i]))
+                                               self->channel_homes_[call->channels[i]] = link->key;
                                        }
-                                       done->complete(ec);
+                                       call->done->complete(ec);
                                    }));
+    }
+
+    // A subscription refused with MOVED (the map was stale): the slot is the target's now; subscribes there, within
+    // the call's deadline and redirect limit. False when the refusal is the answer.
+    bool follow_subscribe_refusal(const std::shared_ptr<subscribe_call>& call, const master_link& link)
+    {
+        auto refusal = read_refusal(call->diag->server_message(), link.address.host);
+        if (!refusal || refusal->what != cluster_refusal::kind::moved || closed_) return false;
+        if (++call->redirects > max_redirects || clock::now() >= call->deadline) return false;
+        map_.assign(refusal->slot, refusal->target);
+        request_refresh();
+        call->diag->clear();
+        subscribe_on_strand(call, false);
+        return true;
     }
 
     void unsubscribe_on_strand(std::vector<std::string> channels, std::shared_ptr<pending_completion<>> done)

@@ -420,3 +420,30 @@ BOOST_AUTO_TEST_CASE(a_keyless_request_follows_moved_to_its_target)
     run_until(
         io, [] { return false; }, 50ms);
 }
+
+// Finding: with a stale map, SSUBSCRIBE answered MOVED and the caller got server_error (its waiters then fell back to
+// the holder's TTL). The subscription follows MOVED as a request does.
+BOOST_AUTO_TEST_CASE(a_subscription_refused_with_moved_is_made_at_the_target)
+{
+    fake_member a;
+    fake_member b;
+    a.set_map({{0, 16383, a.port()}});
+    asio::io_context io;
+    auto node = redlock::make_node(io.get_executor(), fast_config(a.url()));
+    BOOST_REQUIRE(!connect(io, *node));
+    a.set_map({{0, 16383, b.port()}});  // every slot moved to b; the node has not read it yet
+    b.set_map({{0, 16383, b.port()}});
+    const auto slot = redlock::detail::key_slot("ch");
+    a.set_script([&](const command& c) -> std::optional<std::string> {
+        if (c == command{"SSUBSCRIBE", "ch"})
+            return "-MOVED " + std::to_string(slot) + " 127.0.0.1:" + std::to_string(b.port()) + "\r\n";
+        return std::nullopt;
+    });
+    redlock::diagnostics diag;
+    const auto ec = subscribe(io, *node, {"ch"}, &diag);
+    BOOST_TEST(!ec, ec.message() << ": " << diag.message());
+    BOOST_TEST(b.count({"SSUBSCRIBE", "ch"}) == 1u);
+    node->close();
+    run_until(
+        io, [] { return false; }, 50ms);
+}
