@@ -130,7 +130,7 @@ public:
             if (self->closed_) return done->complete(error::closed);
             if (!self->map_.empty() && self->all_links_connected()) return done->complete({});
             self->connect_waiters_.push_back(connect_waiter{diag, done});
-            self->request_refresh();
+            self->request_refresh(true);
         });
     }
 
@@ -498,9 +498,13 @@ private:
 
     // --- the slot map ----------------------------------------------------------------------------------------
 
-    void request_refresh()
+    // Reads the map now (or after the running read). While reads are failing, only the backoff's timer (`due`) and a
+    // caller's async_connect start one: a refused request's or a redirect's wish waits for it, so an outage costs a
+    // read per backoff step (reconnect_min_delay, doubling up to reconnect_max_delay), not one per retry.
+    void request_refresh(bool due = false)
     {
         if (closed_) return;
+        if (!due && refresh_failures_ > 0) return;  // refresh_failed scheduled the next read
         if (refreshing_) {
             refresh_again_ = true;  // what the running read sees may predate the cause of this one
             return;
@@ -667,7 +671,7 @@ private:
         if (closed_) return;
         refresh_timer_.expires_after(after);
         refresh_timer_.async_wait([weak = weak_from_this()](error_code ec) {
-            if (auto self = weak.lock(); self && !ec) self->request_refresh();
+            if (auto self = weak.lock(); self && !ec) self->request_refresh(true);
         });
     }
 

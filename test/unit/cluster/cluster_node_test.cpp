@@ -447,3 +447,40 @@ BOOST_AUTO_TEST_CASE(a_subscription_refused_with_moved_is_made_at_the_target)
     run_until(
         io, [] { return false; }, 50ms);
 }
+
+// Finding: while the map could not be read, every refused request asked for a read at once, ignoring the refresh
+// backoff: map reads back to back for as long as the outage lasted.
+BOOST_AUTO_TEST_CASE(failing_map_reads_back_off_whatever_asks_for_them)
+{
+    fake_member a;
+    a.set_map({{0, 16383, a.port()}});
+    auto config = fast_config(a.url());
+    config.reconnect_min_delay = 50ms;
+    config.reconnect_max_delay = 400ms;
+    config.request_timeout = 1500ms;
+    asio::io_context io;
+    auto node = redlock::make_node(io.get_executor(), config);
+    BOOST_REQUIRE(!connect(io, *node));
+    // The cluster is down: every request is refused, and no member answers the map.
+    a.set_map_reply("-ERR cluster state unavailable\r\n");
+    a.set_script([](const command& c) -> std::optional<std::string> {
+        if (c.at(0) == "SET") return "-CLUSTERDOWN The cluster is down\r\n";
+        return std::nullopt;
+    });
+    const auto reads_before = a.map_reads();
+    constexpr int n = 16;
+    std::vector<request> reqs;
+    for (int i = 0; i < n; ++i) reqs.push_back(command_request({"SET", "k" + std::to_string(i), "1"}));
+    std::vector<response> resps(n);
+    int done = 0;
+    for (int i = 0; i < n; ++i)
+        node->async_exec(reqs[i], resps[i], "k" + std::to_string(i), [&](error_code) { ++done; });
+    BOOST_REQUIRE(run_until(
+        io, [&] { return done == n; }, 5000ms));
+    // 1.5 s of failures: reads at 0, then 50, 100, 200, 400, 400... ms apart: about 6; unbounded, hundreds.
+    const auto reads = a.map_reads() - reads_before;
+    BOOST_TEST(reads <= 12u, reads << " map reads");
+    node->close();
+    run_until(
+        io, [] { return false; }, 50ms);
+}
