@@ -10,9 +10,7 @@
 #include <redlock/detail/access.hpp>
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
-#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -86,10 +84,11 @@ struct cluster_exec {
     clock::time_point not_before{};
     asio::steady_timer deadline_timer;
     std::optional<asio::steady_timer> retry_timer;
-    asio::cancellation_signal cancel;
     pending_completion<> completion;
     std::optional<master_address> ask_target;    // the next attempt goes there with ASKING
     std::optional<master_address> moved_target;  // keyless: where MOVED sent it (a keyed one follows the map)
+    std::chrono::milliseconds timeout{};         // the whole request's: each attempt gets what is left of it
+    request attempt;                             // a copy of *req with the time left, for an attempt sent later
     request asking;
     response asking_resp;
     bool asked = false;  // the attempt in flight is an ASKING one
@@ -140,8 +139,8 @@ public:
     {
         auto op = std::make_shared<cluster_exec>(strand_, req, resp, std::move(handler), io_);
         op->lane = routing_key.empty() ? keyless_lane : key_slot(routing_key);
-        const auto timeout = req.timeout().count() > 0 ? req.timeout() : config_.request_timeout;
-        op->deadline = clock::now() + timeout;
+        op->timeout = req.timeout().count() > 0 ? req.timeout() : config_.request_timeout;
+        op->deadline = clock::now() + op->timeout;
         asio::post(strand_, [self = shared_from_this(), op] { self->issue(op); });
     }
 
@@ -382,13 +381,19 @@ private:
         ++op->sends;
         op->asked = op->ask_target.has_value();
         op->ask_target.reset();  // ASK holds for one attempt
-        auto on_answer = asio::bind_cancellation_slot(
-            op->cancel.slot(), asio::bind_executor(strand_, [self = shared_from_this(), op, link](error_code ec) {
-                self->on_answer(op, *link, ec);
-            }));
+        // No cancellation crosses to the connection's strand: each attempt carries the time left to the request's
+        // deadline as its own timeout, and the connection ends it there.
+        const auto left = std::max(std::chrono::ceil<std::chrono::milliseconds>(op->deadline - clock::now()), 1ms);
+        auto on_answer = asio::bind_executor(
+            strand_, [self = shared_from_this(), op, link](error_code ec) { self->on_answer(op, *link, ec); });
         if (op->asked) {
             op->asking = asking_request(*op->req);
+            op->asking.set_timeout(left);
             link->conn.async_exec(op->asking, op->asking_resp, std::move(on_answer));
+        } else if (left < op->timeout) {
+            op->attempt = *op->req;
+            op->attempt.set_timeout(left);
+            link->conn.async_exec(op->attempt, *op->resp, std::move(on_answer));
         } else {
             link->conn.async_exec(*op->req, *op->resp, std::move(on_answer));
         }
@@ -476,10 +481,9 @@ private:
     {
         if (op->done) return;
         if (op->in_flight) {
-            // The connection completes it promptly (removed, or abandoned once written); it keeps `req` and
-            // `resp` until then, so the caller's completion waits for that.
+            // Its attempt's own timeout ends at the same deadline: the connection completes it then (removed, or
+            // abandoned once written), and keeps `req` and `resp` until then, so the caller's completion waits.
             op->timed_out = true;
-            op->cancel.emit(asio::cancellation_type::terminal);
             return;
         }
         if (auto at = lanes_.find(op->lane); at != lanes_.end()) at->second.remove(op);

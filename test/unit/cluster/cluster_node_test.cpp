@@ -8,6 +8,7 @@
 
 #include <redlock/redlock.hpp>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -15,10 +16,13 @@
 #include <atomic>
 #include <chrono>
 #include <common/fakes/scripted_server.hpp>
+#include <common/run_coro.hpp>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -483,4 +487,61 @@ BOOST_AUTO_TEST_CASE(failing_map_reads_back_off_whatever_asks_for_them)
     node->close();
     run_until(
         io, [] { return false; }, 50ms);
+}
+
+// Finding: the node ended an attempt at its deadline by a cancellation emitted on its own strand, while the
+// connection assigns the slot on another (a race on a multi-threaded io_context; a lost emit let a retry run up to a
+// whole timeout late). Each attempt now carries the time left as its own timeout: a retry that hangs ends at the
+// request's deadline. Two threads run the io_context (under TSan, the old emit races).
+BOOST_AUTO_TEST_CASE(a_retried_request_that_hangs_ends_at_its_deadline)
+{
+    fake_member a;
+    a.set_map({{0, 16383, a.port()}});
+    std::mutex seen_mutex;
+    std::set<std::string> seen;  // keys refused once; their retries hang
+    a.set_script([&](const command& c) -> std::optional<std::string> {
+        if (c.at(0) != "SET") return std::nullopt;
+        std::lock_guard lock(seen_mutex);
+        if (seen.insert(c.at(1)).second) return "-CLUSTERDOWN The cluster is down\r\n";
+        return std::string();  // no answer
+    });
+    asio::io_context io;
+    auto node = redlock::make_node(io.get_executor(), fast_config(a.url()));
+    BOOST_REQUIRE(!connect(io, *node));
+    auto work = asio::make_work_guard(io);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 2; ++i) threads.emplace_back([&io] { io.run(); });
+    constexpr int n = 20;
+    std::vector<request> reqs;
+    for (int i = 0; i < n; ++i) {
+        reqs.push_back(command_request({"SET", "h" + std::to_string(i), "1"}));
+        reqs.back().set_timeout(300ms);
+    }
+    std::vector<response> resps(n);
+    std::mutex m;
+    std::vector<std::pair<error_code, steady::duration>> results;
+    const auto start = steady::now();
+    for (int i = 0; i < n; ++i)
+        node->async_exec(reqs[i], resps[i], "h" + std::to_string(i), [&](error_code ec) {
+            std::lock_guard lock(m);
+            results.emplace_back(ec, steady::now() - start);
+        });
+    const bool all = redlock::test::wait_until(
+        [&] {
+            std::lock_guard lock(m);
+            return results.size() == static_cast<std::size_t>(n);
+        },
+        3000ms);
+    BOOST_TEST(all);
+    {
+        std::lock_guard lock(m);
+        for (const auto& [ec, took] : results) {
+            BOOST_TEST((ec == error::timeout), ec.message());
+            BOOST_TEST(took < 450ms, std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+        }
+    }
+    node->close();
+    work.reset();
+    io.stop();
+    for (auto& t : threads) t.join();
 }
