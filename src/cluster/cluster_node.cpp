@@ -542,69 +542,111 @@ private:
         return out;
     }
 
-    asio::awaitable<void> refresh()
-    {
+    // One map read: its sources race, staggered; the first map read wins.
+    struct map_race {
+        explicit map_race(const strand_type& strand) : done(strand, clock::time_point::max()) {}
+        void end()
+        {
+            over = true;
+            done.cancel();
+        }
+        std::size_t left = 0;
+        bool over = false;
+        std::optional<slot_map> read;
         error_code last = error::not_connected;
         std::string why;
         bool not_a_cluster = false;
-        std::optional<slot_map> read;
-        for (const auto& source : map_sources()) {
-            // A master's own connection when it is up; else one for this read only, which fails fast.
-            auto link = find_link(source.text());
-            if (link && link->conn.state() != connection_state::connected) link.reset();
-            std::optional<connection> temporary;
-            connection* conn = link ? &link->conn : nullptr;
-            if (conn == nullptr) {
-                auto c = config_of(source);
-                c.reconnect = false;
-                temporary.emplace(io_, c);
-                conn = &*temporary;
-            }
-            diagnostics diag;
-            auto [connect_ec] = co_await conn->async_connect(diag, asio::as_tuple(asio::use_awaitable));
-            if (connect_ec) {
-                last = connect_ec;
-                why =
-                    source.text() + ": " + std::string(diag.message().empty() ? connect_ec.message() : diag.message());
-                continue;
-            }
-            request req;
-            const bool shards = conn->server_version() == 0 || conn->server_version() >= 70000;
-            req.push("CLUSTER", shards ? "SHARDS" : "SLOTS");
-            req.set_timeout(config_.request_timeout);
-            response resp;
-            auto [ec] = co_await conn->async_exec(req, resp, asio::as_tuple(asio::use_awaitable));
-            if (temporary) temporary->close();
-            if (closed_) co_return;
-            const auto text = resp.empty() ? std::string_view() : resp.front().error_text();
-            if (says_cluster_disabled(text)) {
-                not_a_cluster = true;
-                last = error::invalid_argument;
-                why = source.text() +
-                      " is not a Redis Cluster member (cluster support disabled): check the URL's "
-                      "redis+cluster:// scheme and its seeds";
-                break;  // a wrong URL, not a member that is down
-            }
-            if (ec || resp.empty()) {
-                last = ec ? ec : error_code(error::protocol_error);
-                why = source.text() + ": CLUSTER " + (shards ? "SHARDS" : "SLOTS") + " failed" +
-                      (text.empty() ? std::string() : ": " + std::string(text));
-                continue;
-            }
-            const slot_map_source how{source.host, config_.kind == node_config::transport::tls};
-            read = shards ? read_cluster_shards(resp.front(), how, why) : read_cluster_slots(resp.front(), how, why);
-            if (read) break;
-            last = error::protocol_error;
-            why = source.text() + ": " + why;
+        asio::steady_timer done;  // cancelled when the race is over
+    };
+
+    // Reads the map through the sources in their order, staggered: the first (a master whose connection is up,
+    // usually) answers within a round trip and the others never start; a silent one costs the next a short delay,
+    // not its whole connect timeout, so the read (and async_connect) ends within connect_timeout.
+    asio::awaitable<void> refresh()
+    {
+        const auto sources = map_sources();
+        auto race = std::make_shared<map_race>(strand_);
+        race->left = sources.size();
+        const auto stagger = std::min<std::chrono::milliseconds>(config_.connect_timeout / 8, 100ms);
+        for (std::size_t i = 0; i < sources.size(); ++i) {
+            asio::co_spawn(strand_, read_map_from(sources[i], stagger * static_cast<int>(i), race),
+                           [self = shared_from_this(), race](std::exception_ptr) {
+                               if (--race->left == 0) race->end();
+                           });
         }
+        if (!race->over) co_await race->done.async_wait(asio::as_tuple(asio::use_awaitable));
         if (closed_) co_return;
-        if (!read) {
-            if (not_a_cluster) map_ = slot_map{};
-            refresh_failed(last, why);
+        if (!race->read) {
+            if (race->not_a_cluster) map_ = slot_map{};
+            refresh_failed(race->last, race->why);
             co_return;
         }
-        apply(*std::move(read));
-        if (!connect_waiters_.empty()) co_await connect_links();
+        apply(*std::move(race->read));
+        if (!connect_waiters_.empty()) connect_links();
+    }
+
+    asio::awaitable<void> read_map_from(master_address source, std::chrono::milliseconds delay,
+                                        std::shared_ptr<map_race> race)
+    {
+        if (delay.count() > 0) {
+            asio::steady_timer wait(strand_, delay);
+            co_await wait.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        if (race->over || closed_) co_return;
+        // A master's own connection when it is up; else one for this read only, which fails fast.
+        auto link = find_link(source.text());
+        if (link && link->conn.state() != connection_state::connected) link.reset();
+        std::optional<connection> temporary;
+        connection* conn = link ? &link->conn : nullptr;
+        if (conn == nullptr) {
+            auto c = config_of(source);
+            c.reconnect = false;
+            temporary.emplace(io_, c);
+            conn = &*temporary;
+        }
+        diagnostics diag;
+        auto [connect_ec] = co_await conn->async_connect(diag, asio::as_tuple(asio::use_awaitable));
+        if (race->over || closed_) co_return;
+        if (connect_ec) {
+            race->last = connect_ec;
+            race->why =
+                source.text() + ": " + std::string(diag.message().empty() ? connect_ec.message() : diag.message());
+            co_return;
+        }
+        request req;
+        const bool shards = conn->server_version() == 0 || conn->server_version() >= 70000;
+        req.push("CLUSTER", shards ? "SHARDS" : "SLOTS");
+        req.set_timeout(config_.request_timeout);
+        response resp;
+        auto [ec] = co_await conn->async_exec(req, resp, asio::as_tuple(asio::use_awaitable));
+        if (temporary) temporary->close();
+        if (race->over || closed_) co_return;
+        const auto text = resp.empty() ? std::string_view() : resp.front().error_text();
+        if (says_cluster_disabled(text)) {
+            race->not_a_cluster = true;
+            race->last = error::invalid_argument;
+            race->why = source.text() +
+                        " is not a Redis Cluster member (cluster support disabled): check the URL's "
+                        "redis+cluster:// scheme and its seeds";
+            race->end();  // a wrong URL, not a member that is down
+            co_return;
+        }
+        if (ec || resp.empty()) {
+            race->last = ec ? ec : error_code(error::protocol_error);
+            race->why = source.text() + ": CLUSTER " + (shards ? "SHARDS" : "SLOTS") + " failed" +
+                        (text.empty() ? std::string() : ": " + std::string(text));
+            co_return;
+        }
+        std::string why;
+        const slot_map_source how{source.host, config_.kind == node_config::transport::tls};
+        auto read = shards ? read_cluster_shards(resp.front(), how, why) : read_cluster_slots(resp.front(), how, why);
+        if (!read) {
+            race->last = error::protocol_error;
+            race->why = source.text() + ": " + why;
+            co_return;
+        }
+        race->read = std::move(read);
+        race->end();
     }
 
     void apply(slot_map map)
@@ -620,23 +662,31 @@ private:
         rehome_channels();  // also the channels subscribed nowhere: their last try failed
     }
 
-    // The connect waiters' answer: every master's connection up, or the first that is not, with its text.
-    asio::awaitable<void> connect_links()
+    // The connect waiters' answer: every master's connection up (all tried at once, each within connect_timeout),
+    // or the first that is not, with its text.
+    void connect_links()
     {
+        struct gather {
+            std::size_t left;
+            error_code failed;
+            std::string why;
+        };
         std::vector<std::shared_ptr<master_link>> links;
         for (const auto& master : map_.masters()) links.push_back(link_to(master));
-        error_code failed;
-        std::string why;
+        auto all = std::make_shared<gather>(gather{links.size(), {}, {}});
+        if (links.empty()) return complete_connect_waiters({}, {});
         for (auto& link : links) {
-            diagnostics diag;
-            auto [ec] = co_await link->conn.async_connect(diag, asio::as_tuple(asio::use_awaitable));
-            if (ec && !failed) {
-                failed = ec;
-                why =
-                    "master " + link->key + ": " + std::string(diag.message().empty() ? ec.message() : diag.message());
-            }
+            auto diag = std::make_shared<diagnostics>();
+            link->conn.async_connect(
+                *diag, asio::bind_executor(strand_, [self = shared_from_this(), all, diag, link](error_code ec) {
+                    if (ec && !all->failed) {
+                        all->failed = ec;
+                        all->why = "master " + link->key + ": " +
+                                   std::string(diag->message().empty() ? ec.message() : diag->message());
+                    }
+                    if (--all->left == 0) self->complete_connect_waiters(all->failed, all->why);
+                }));
         }
-        complete_connect_waiters(failed, why);
     }
 
     void refresh_failed(error_code ec, const std::string& why)

@@ -545,3 +545,29 @@ BOOST_AUTO_TEST_CASE(a_retried_request_that_hangs_ends_at_its_deadline)
     io.stop();
     for (auto& t : threads) t.join();
 }
+
+// Finding: the map's sources were tried one after another, then the masters connected one after another, so a URL
+// host that accepts and never answers cost its whole connect_timeout before the live seed was asked (and a client
+// gave up first). Sources are tried staggered, masters connected at once: connect ends well within the timeout.
+BOOST_AUTO_TEST_CASE(connect_is_not_held_up_by_a_silent_url_host_when_a_seed_answers)
+{
+    scripted_server silent([](std::string_view) { return std::string(); });  // accepts, never answers
+    fake_member a;
+    fake_member b;
+    const std::vector<slot_range> map{{0, 8000, a.port()}, {8001, 16383, b.port()}};
+    a.set_map(map);
+    b.set_map(map);
+    auto config = fast_config("redis+cluster://127.0.0.1:" + std::to_string(silent.port()) +
+                              "?seed=127.0.0.1:" + std::to_string(a.port()));
+    config.connect_timeout = 800ms;
+    asio::io_context io;
+    const auto start = steady::now();
+    auto node = redlock::make_node(io.get_executor(), config);
+    const auto ec = connect(io, *node);
+    const auto took = steady::now() - start;
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST(took < 500ms, std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+    node->close();
+    run_until(
+        io, [] { return false; }, 50ms);
+}
