@@ -221,9 +221,9 @@ error_code connect(asio::io_context& io, redlock::node& node)
 // master; the first is refused with CLUSTERDOWN, the second runs: the first must not run after it.
 BOOST_AUTO_TEST_CASE(a_refused_request_is_not_retried_after_a_later_request_of_its_slot_ran)
 {
+    bool refused_once = false;  // before the member: its thread reads it until the member is gone
     fake_member a;
     a.set_map({{0, 16383, a.port()}});
-    bool refused_once = false;
     a.set_script([&](const command& c) -> std::optional<std::string> {
         if (c == command{"SET", "k", "1"} && !std::exchange(refused_once, true))
             return "-CLUSTERDOWN The cluster is down\r\n";
@@ -266,9 +266,9 @@ BOOST_AUTO_TEST_CASE(requests_refused_together_by_moved_are_all_sent_again_in_th
                                            {static_cast<std::uint16_t>(slot + 1), 16383, a.port()}};
     a.set_map(migrated);
     b.set_map(migrated);
-    a.set_script([&](const command& c) -> std::optional<std::string> {
+    a.set_script([&, b_port = b.port()](const command& c) -> std::optional<std::string> {
         if (c.size() >= 2 && c[1] == "k")
-            return "-MOVED " + std::to_string(slot) + " 127.0.0.1:" + std::to_string(b.port()) + "\r\n";
+            return "-MOVED " + std::to_string(slot) + " 127.0.0.1:" + std::to_string(b_port) + "\r\n";
         return std::nullopt;
     });
     std::vector<request> reqs{command_request({"SET", "k", "1"}), command_request({"DEL", "k"}),
@@ -317,9 +317,9 @@ BOOST_AUTO_TEST_CASE(a_cluster_nodes_usage_counts_the_channels_a_master_dropped)
 // retry waited for a map that changed, and the map had not).
 BOOST_AUTO_TEST_CASE(a_failed_resubscribe_is_tried_again_after_the_next_map_read)
 {
+    int subscribes = 0;  // before the member: its thread reads it until the member is gone
     fake_member a;
     a.set_map({{0, 16383, a.port()}});
-    int subscribes = 0;
     a.set_script([&](const command& c) -> std::optional<std::string> {
         if (c == command{"SSUBSCRIBE", "ch"} && ++subscribes == 2) return "-ERR not now\r\n";
         return std::nullopt;
@@ -360,9 +360,9 @@ BOOST_AUTO_TEST_CASE(a_subscription_confirmed_after_its_unsubscribe_is_not_kept)
     a.set_map({{0, 16383, b.port()}});
     b.set_map({{0, 16383, b.port()}});
     const auto slot = redlock::detail::key_slot("x");
-    a.set_script([&](const command& c) -> std::optional<std::string> {
+    a.set_script([&, b_port = b.port()](const command& c) -> std::optional<std::string> {
         if (c.size() >= 2 && c[1] == "x")
-            return "-MOVED " + std::to_string(slot) + " 127.0.0.1:" + std::to_string(b.port()) + "\r\n";
+            return "-MOVED " + std::to_string(slot) + " 127.0.0.1:" + std::to_string(b_port) + "\r\n";
         return std::nullopt;
     });
     auto req = command_request({"SET", "x", "1"});
@@ -409,8 +409,8 @@ BOOST_AUTO_TEST_CASE(a_keyless_request_follows_moved_to_its_target)
     const std::vector<slot_range> map{{0, 8000, a.port()}, {8001, 16383, b.port()}};
     a.set_map(map);
     b.set_map(map);
-    a.set_script([&](const command& c) -> std::optional<std::string> {
-        if (c == command{"ECHO", "keyless"}) return "-MOVED 9000 127.0.0.1:" + std::to_string(b.port()) + "\r\n";
+    a.set_script([&, b_port = b.port()](const command& c) -> std::optional<std::string> {
+        if (c == command{"ECHO", "keyless"}) return "-MOVED 9000 127.0.0.1:" + std::to_string(b_port) + "\r\n";
         return std::nullopt;
     });
     asio::io_context io;
@@ -438,9 +438,9 @@ BOOST_AUTO_TEST_CASE(a_subscription_refused_with_moved_is_made_at_the_target)
     a.set_map({{0, 16383, b.port()}});  // every slot moved to b; the node has not read it yet
     b.set_map({{0, 16383, b.port()}});
     const auto slot = redlock::detail::key_slot("ch");
-    a.set_script([&](const command& c) -> std::optional<std::string> {
+    a.set_script([&, b_port = b.port()](const command& c) -> std::optional<std::string> {
         if (c == command{"SSUBSCRIBE", "ch"})
-            return "-MOVED " + std::to_string(slot) + " 127.0.0.1:" + std::to_string(b.port()) + "\r\n";
+            return "-MOVED " + std::to_string(slot) + " 127.0.0.1:" + std::to_string(b_port) + "\r\n";
         return std::nullopt;
     });
     redlock::diagnostics diag;
@@ -495,10 +495,10 @@ BOOST_AUTO_TEST_CASE(failing_map_reads_back_off_whatever_asks_for_them)
 // request's deadline. Two threads run the io_context (under TSan, the old emit races).
 BOOST_AUTO_TEST_CASE(a_retried_request_that_hangs_ends_at_its_deadline)
 {
+    std::mutex seen_mutex;       // before the member: its thread reads them until the member is gone
+    std::set<std::string> seen;  // keys refused once; their retries hang
     fake_member a;
     a.set_map({{0, 16383, a.port()}});
-    std::mutex seen_mutex;
-    std::set<std::string> seen;  // keys refused once; their retries hang
     a.set_script([&](const command& c) -> std::optional<std::string> {
         if (c.at(0) != "SET") return std::nullopt;
         std::lock_guard lock(seen_mutex);
