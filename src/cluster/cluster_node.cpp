@@ -846,7 +846,9 @@ private:
         for (auto& [home, group] : to_unsubscribe) {
             if (auto link = find_link(home)) link->conn.async_unsubscribe(std::move(group), [](error_code) {});
         }
-        for (auto& [home, group] : to_subscribe) {
+        for (auto& entry : to_subscribe) {  // not a structured binding: clang 14 cannot capture one
+            const std::string& home = entry.first;
+            const std::vector<std::string>& group = entry.second;
             auto link = find_link(home);
             if (!link) {
                 for (const auto& channel : group) rehoming_.erase(channel);
