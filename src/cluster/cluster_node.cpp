@@ -347,6 +347,11 @@ private:
                 if (lane.in_flight() > 0) break;  // a later request in flight may yet run: its answer decides
             }
             const auto now = clock::now();
+            if (op->deadline <= now) {
+                // Its deadline timer is late (a busy thread): sent now, it would run after its caller gave up.
+                finish(lane.take_front(), error::timeout);
+                continue;
+            }
             if (op->not_before > now) {
                 wake_at(op, op->not_before);
                 break;
