@@ -5,6 +5,7 @@
 #include "cluster/slot_map.hpp"
 #include "common/completion.hpp"
 #include "common/key_slot.hpp"
+#include "common/shutdown_registry.hpp"
 
 #include <redlock/connection.hpp>
 #include <redlock/detail/access.hpp>
@@ -102,7 +103,7 @@ struct cluster_exec {
 };
 
 /// Everything the node knows, on its strand (but what the mutexes guard, which other threads read).
-class cluster_state : public std::enable_shared_from_this<cluster_state> {
+class cluster_state : public std::enable_shared_from_this<cluster_state>, public shutdown_participant {
 public:
     cluster_state(const asio::any_io_executor& ex, const node_config& config)
         : io_(ex),
@@ -203,6 +204,16 @@ public:
         usage total = retired_usage_;
         for (const auto& [key, link] : links_) total += link->conn.get_usage();
         return total;
+    }
+
+    /// The context shuts down: requests waiting in a lane and connect waiters go, uncompleted (one owning the
+    /// frame that owns this node would keep both alive). Those in flight are the connections' to drop.
+    void drop_handlers() noexcept override
+    {
+        auto lanes = std::move(lanes_);
+        lanes_.clear();
+        auto waiters = std::move(connect_waiters_);
+        connect_waiters_.clear();
     }
 
     void close()
@@ -917,6 +928,7 @@ private:
 cluster_node::cluster_node(const asio::any_io_executor& ex, const node_config& config)
     : state_(std::make_shared<cluster_state>(ex, config))
 {
+    shutdown_registry::enroll(ex, state_);
     state_->start();
 }
 

@@ -571,3 +571,29 @@ BOOST_AUTO_TEST_CASE(connect_is_not_held_up_by_a_silent_url_host_when_a_seed_ans
     run_until(
         io, [] { return false; }, 50ms);
 }
+
+// A request waiting for the slot map (the seed never answers) whose handler owns the node: the node keeps that
+// handler, so destroying the context must free both, as it frees a socket's pending operations.
+BOOST_AUTO_TEST_CASE(destroying_the_context_frees_a_waiting_request_whose_handler_owns_the_node)
+{
+    scripted_server silent([](std::string_view) { return std::string(); });  // accepts, never answers
+    std::weak_ptr<int> waiting;
+    {
+        asio::io_context io;
+        struct call {
+            std::shared_ptr<redlock::node> node;
+            request req = command_request({"GET", "k"});
+            response resp;
+        };
+        auto c = std::make_shared<call>();
+        c->node = redlock::make_node(io.get_executor(),
+                                     fast_config("redis+cluster://127.0.0.1:" + std::to_string(silent.port())));
+        c->req.set_timeout(10s);
+        auto alive = std::make_shared<int>();
+        waiting = alive;
+        c->node->async_exec(c->req, c->resp, "k", [c, alive](error_code) {});
+        io.run_for(200ms);
+        BOOST_TEST_REQUIRE(!waiting.expired());
+    }
+    BOOST_TEST(waiting.expired());
+}
