@@ -29,6 +29,24 @@ struct usage {
     std::uint64_t subscriptions_lost = 0;
 };
 
+/// Adds `more` to `total`, field by field (a node of several connections sums theirs).
+inline usage& operator+=(usage& total, const usage& more) noexcept
+{
+    total.writes += more.writes;
+    total.bytes_written += more.bytes_written;
+    total.bytes_read += more.bytes_read;
+    total.requests += more.requests;
+    total.replies += more.replies;
+    total.pushes += more.pushes;
+    total.abandoned += more.abandoned;
+    total.connects += more.connects;
+    total.disconnects += more.disconnects;
+    total.resubscribes += more.resubscribes;
+    total.subscribe_refusals += more.subscribe_refusals;
+    total.subscriptions_lost += more.subscriptions_lost;
+    return total;
+}
+
 /// A cumulative histogram with fixed bucket bounds, as Prometheus reads one.
 struct latency_histogram {
     /// Upper bounds of the buckets, in seconds (the last bucket, +Inf, is implied): from 0.25 ms to 10 s.

@@ -5,14 +5,13 @@
 #include "cluster/slot_map.hpp"
 #include "common/completion.hpp"
 #include "common/key_slot.hpp"
+#include "common/shutdown_registry.hpp"
 
 #include <redlock/connection.hpp>
 #include <redlock/detail/access.hpp>
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
-#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -26,6 +25,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <unordered_map>
 
 namespace redlock::detail {
@@ -85,21 +85,25 @@ struct cluster_exec {
     clock::time_point not_before{};
     asio::steady_timer deadline_timer;
     std::optional<asio::steady_timer> retry_timer;
-    asio::cancellation_signal cancel;
     pending_completion<> completion;
-    std::optional<master_address> ask_target;  // the next attempt goes there with ASKING
+    std::optional<master_address> ask_target;    // the next attempt goes there with ASKING
+    std::optional<master_address> moved_target;  // keyless: where MOVED sent it (a keyed one follows the map)
+    std::chrono::milliseconds timeout{};         // the whole request's: each attempt gets what is left of it
+    request attempt;                             // a copy of *req with the time left, for an attempt sent later
     request asking;
     response asking_resp;
     bool asked = false;  // the attempt in flight is an ASKING one
     unsigned redirects = 0;
     unsigned retries = 0;
+    unsigned sends = 0;       // attempts sent so far: one sent again must not overtake a later request that ran
+    error_code refused_with;  // the last attempt's refusal: the answer when it cannot be sent again
     bool in_flight = false;
     bool timed_out = false;
     bool done = false;
 };
 
 /// Everything the node knows, on its strand (but what the mutexes guard, which other threads read).
-class cluster_state : public std::enable_shared_from_this<cluster_state> {
+class cluster_state : public std::enable_shared_from_this<cluster_state>, public shutdown_participant {
 public:
     cluster_state(const asio::any_io_executor& ex, const node_config& config)
         : io_(ex),
@@ -126,7 +130,7 @@ public:
             if (self->closed_) return done->complete(error::closed);
             if (!self->map_.empty() && self->all_links_connected()) return done->complete({});
             self->connect_waiters_.push_back(connect_waiter{diag, done});
-            self->request_refresh();
+            self->request_refresh(true);
         });
     }
 
@@ -136,8 +140,8 @@ public:
     {
         auto op = std::make_shared<cluster_exec>(strand_, req, resp, std::move(handler), io_);
         op->lane = routing_key.empty() ? keyless_lane : key_slot(routing_key);
-        const auto timeout = req.timeout().count() > 0 ? req.timeout() : config_.request_timeout;
-        op->deadline = clock::now() + timeout;
+        op->timeout = req.timeout().count() > 0 ? req.timeout() : config_.request_timeout;
+        op->deadline = clock::now() + op->timeout;
         asio::post(strand_, [self = shared_from_this(), op] { self->issue(op); });
     }
 
@@ -147,7 +151,12 @@ public:
     {
         auto done = std::make_shared<pending_completion<>>(std::move(handler), io_);
         asio::post(strand_, [self = shared_from_this(), channels = std::move(channels), diag, done]() mutable {
-            self->subscribe_on_strand(std::move(channels), diag, done, true);
+            // Wanted from now on, until an unsubscribe: a confirmation that comes after one is not kept.
+            std::vector<std::uint64_t> wants;
+            for (const auto& channel : channels) wants.push_back(self->wanted_[channel] = ++self->last_want_);
+            auto call = std::make_shared<subscribe_call>(subscribe_call{
+                std::move(channels), std::move(wants), diag, done, clock::now() + self->config_.request_timeout});
+            self->subscribe_on_strand(std::move(call), true);
         });
     }
 
@@ -159,12 +168,13 @@ public:
         });
     }
 
-    void resubscribe(std::vector<std::string> channels)
+    void resubscribe(std::vector<std::string> channels, std::string from)
     {
-        asio::post(strand_, [self = shared_from_this(), channels = std::move(channels)] {
+        asio::post(strand_, [self = shared_from_this(), channels = std::move(channels), from = std::move(from)] {
             for (const auto& channel : channels) {
+                // Only its home can lose it: news from a master it already left (a late `sunsubscribe`) is old.
                 auto at = self->channel_homes_.find(channel);
-                if (at != self->channel_homes_.end()) at->second.clear();  // subscribed nowhere now
+                if (at != self->channel_homes_.end() && at->second == from) at->second.clear();
             }
             self->rehome_channels();
         });
@@ -192,8 +202,18 @@ public:
     {
         std::lock_guard lock(links_mutex_);
         usage total = retired_usage_;
-        for (const auto& [key, link] : links_) add(total, link->conn.get_usage());
+        for (const auto& [key, link] : links_) total += link->conn.get_usage();
         return total;
+    }
+
+    /// The context shuts down: requests waiting in a lane and connect waiters go, uncompleted (one owning the
+    /// frame that owns this node would keep both alive). Those in flight are the connections' to drop.
+    void drop_handlers() noexcept override
+    {
+        auto lanes = std::move(lanes_);
+        lanes_.clear();
+        auto waiters = std::move(connect_waiters_);
+        connect_waiters_.clear();
     }
 
     void close()
@@ -216,21 +236,6 @@ private:
         std::shared_ptr<pending_completion<>> done;
     };
     using op_ptr = std::shared_ptr<cluster_exec>;
-
-    static void add(usage& total, const usage& u)
-    {
-        total.writes += u.writes;
-        total.bytes_written += u.bytes_written;
-        total.bytes_read += u.bytes_read;
-        total.requests += u.requests;
-        total.replies += u.replies;
-        total.pushes += u.pushes;
-        total.abandoned += u.abandoned;
-        total.connects += u.connects;
-        total.disconnects += u.disconnects;
-        total.resubscribes += u.resubscribes;
-        total.subscribe_refusals += u.subscribe_refusals;
-    }
 
     // --- links -----------------------------------------------------------------------------------------------
 
@@ -266,12 +271,13 @@ private:
             if (handler && *handler) (*handler)(channel, payload);
         });
         // The master dropped channels whose slot moved away (a failover, a migration): the map is stale too.
-        link->conn.set_subscription_lost_handler([weak = weak_from_this()](std::vector<std::string> channels) {
-            auto self = weak.lock();
-            if (!self) return;
-            asio::post(self->strand_, [self] { self->request_refresh(); });
-            self->resubscribe(std::move(channels));
-        });
+        link->conn.set_subscription_lost_handler(
+            [weak = weak_from_this(), from = link->key](std::vector<std::string> channels) {
+                auto self = weak.lock();
+                if (!self) return;
+                asio::post(self->strand_, [self] { self->request_refresh(); });
+                self->resubscribe(std::move(channels), from);
+            });
         link->conn.async_connect([](error_code) {});  // it keeps reconnecting on its own
         std::lock_guard lock(links_mutex_);
         if (closed_) link->conn.close();
@@ -292,7 +298,7 @@ private:
                     ++at;
                     continue;
                 }
-                add(retired_usage_, at->second->conn.get_usage());
+                retired_usage_ += at->second->conn.get_usage();
                 dropped.push_back(at->second);
                 at = links_.erase(at);
             }
@@ -342,12 +348,28 @@ private:
         auto& lane = at->second;
         while (lane.has_waiting()) {
             auto& op = lane.front();
+            if (op->sends > 0) {
+                // Refused before: a later request of its slot that ran would run before it (the node contract).
+                if (lane.later_ran(op->seq)) {
+                    auto refused = lane.take_front();
+                    finish(refused, refused->refused_with);
+                    continue;
+                }
+                if (lane.in_flight() > 0) break;  // a later request in flight may yet run: its answer decides
+            }
             const auto now = clock::now();
+            if (op->deadline <= now) {
+                // Its deadline timer is late (a busy thread): sent now, it would run after its caller gave up.
+                finish(lane.take_front(), error::timeout);
+                continue;
+            }
             if (op->not_before > now) {
                 wake_at(op, op->not_before);
                 break;
             }
-            auto link = op->ask_target ? link_to(*op->ask_target) : owner_of(id);
+            auto link = op->ask_target     ? link_to(*op->ask_target)
+                        : op->moved_target ? link_to(*op->moved_target)
+                                           : owner_of(id);
             if (!link) {
                 request_refresh();  // no map yet: the refresh pumps every lane when it has one
                 break;
@@ -372,15 +394,22 @@ private:
     void send(const op_ptr& op, const std::shared_ptr<master_link>& link)
     {
         op->in_flight = true;
+        ++op->sends;
         op->asked = op->ask_target.has_value();
         op->ask_target.reset();  // ASK holds for one attempt
-        auto on_answer = asio::bind_cancellation_slot(
-            op->cancel.slot(), asio::bind_executor(strand_, [self = shared_from_this(), op, link](error_code ec) {
-                self->on_answer(op, *link, ec);
-            }));
+        // No cancellation crosses to the connection's strand: each attempt carries the time left to the request's
+        // deadline as its own timeout, and the connection ends it there.
+        const auto left = std::max(std::chrono::ceil<std::chrono::milliseconds>(op->deadline - clock::now()), 1ms);
+        auto on_answer = asio::bind_executor(
+            strand_, [self = shared_from_this(), op, link](error_code ec) { self->on_answer(op, *link, ec); });
         if (op->asked) {
             op->asking = asking_request(*op->req);
+            op->asking.set_timeout(left);
             link->conn.async_exec(op->asking, op->asking_resp, std::move(on_answer));
+        } else if (left < op->timeout) {
+            op->attempt = *op->req;
+            op->attempt.set_timeout(left);
+            link->conn.async_exec(op->attempt, *op->resp, std::move(on_answer));
         } else {
             link->conn.async_exec(*op->req, *op->resp, std::move(on_answer));
         }
@@ -396,27 +425,36 @@ private:
                              std::make_move_iterator(op->asking_resp.end()));
             op->asking_resp.clear();
         }
+        bool refused = false;
         if (op->timed_out) {
             finish(op, error::timeout);
         } else if (closed_) {
             finish(op, error::closed);
-        } else if (!retry_after(op, link, ec)) {
+        } else if (!retry_after(op, link, ec, refused)) {
             finish(op, ec);
+        }
+        // What was not refused reached its master and may have run: an earlier refused request must not follow it.
+        if (!refused) {
+            if (auto at = lanes_.find(op->lane); at != lanes_.end()) at->second.ran(op->seq);
         }
         pump(op->lane);
     }
 
-    // Whether `op`'s outcome `ec` at `link` is a refusal to follow; if so, queues it again.
-    bool retry_after(const op_ptr& op, const master_link& link, error_code ec)
+    // Whether `op`'s outcome `ec` at `link` is a refusal to follow; if so, queues it again. `refused`: it did not
+    // run there (a refusal, or never sent), followed or not.
+    bool retry_after(const op_ptr& op, const master_link& link, error_code ec, bool& refused)
     {
         std::optional<cluster_refusal> refusal;
         if (ec == error::server_error) refusal = read_refusal(*op->resp, link.address.host);
+        refused = refusal.has_value() || ec == error::not_connected;
+        if (refused) op->refused_with = ec;
         auto now = clock::now();
         if (refusal) {
             switch (refusal->what) {
                 case cluster_refusal::kind::moved:
                     if (++op->redirects > max_redirects) return false;
                     map_.assign(refusal->slot, refusal->target);  // right away; the full read follows
+                    if (op->lane == keyless_lane) op->moved_target = refusal->target;  // no slot of its own to follow
                     request_refresh();
                     op->not_before = now;
                     break;
@@ -429,12 +467,14 @@ private:
                     request_refresh();
                     [[fallthrough]];
                 case cluster_refusal::kind::try_again:
+                    op->redirects = 0;  // redirects count in a row
                     op->not_before = now + backoff(op->retries++);
                     break;
             }
         } else if (ec == error::not_connected) {
             // Never sent: its master is down. A failover gives the slot to a replica; the map will say which.
             request_refresh();
+            op->redirects = 0;
             op->not_before = now + backoff(op->retries++);
         } else {
             // connection_lost: it may have run, so the caller decides; the map may have changed under it.
@@ -457,10 +497,9 @@ private:
     {
         if (op->done) return;
         if (op->in_flight) {
-            // The connection completes it promptly (removed, or abandoned once written); it keeps `req` and
-            // `resp` until then, so the caller's completion waits for that.
+            // Its attempt's own timeout ends at the same deadline: the connection completes it then (removed, or
+            // abandoned once written), and keeps `req` and `resp` until then, so the caller's completion waits.
             op->timed_out = true;
-            op->cancel.emit(asio::cancellation_type::terminal);
             return;
         }
         if (auto at = lanes_.find(op->lane); at != lanes_.end()) at->second.remove(op);
@@ -479,9 +518,13 @@ private:
 
     // --- the slot map ----------------------------------------------------------------------------------------
 
-    void request_refresh()
+    // Reads the map now (or after the running read). While reads are failing, only the backoff's timer (`due`) and a
+    // caller's async_connect start one: a refused request's or a redirect's wish waits for it, so an outage costs a
+    // read per backoff step (reconnect_min_delay, doubling up to reconnect_max_delay), not one per retry.
+    void request_refresh(bool due = false)
     {
         if (closed_) return;
+        if (!due && refresh_failures_ > 0) return;  // refresh_failed scheduled the next read
         if (refreshing_) {
             refresh_again_ = true;  // what the running read sees may predate the cause of this one
             return;
@@ -515,74 +558,115 @@ private:
         return out;
     }
 
-    asio::awaitable<void> refresh()
-    {
+    // One map read: its sources race, staggered; the first map read wins.
+    struct map_race {
+        explicit map_race(const strand_type& strand) : done(strand, clock::time_point::max()) {}
+        void end()
+        {
+            over = true;
+            done.cancel();
+        }
+        std::size_t left = 0;
+        bool over = false;
+        std::optional<slot_map> read;
         error_code last = error::not_connected;
         std::string why;
         bool not_a_cluster = false;
-        std::optional<slot_map> read;
-        for (const auto& source : map_sources()) {
-            // A master's own connection when it is up; else one for this read only, which fails fast.
-            auto link = find_link(source.text());
-            if (link && link->conn.state() != connection_state::connected) link.reset();
-            std::optional<connection> temporary;
-            connection* conn = link ? &link->conn : nullptr;
-            if (conn == nullptr) {
-                auto c = config_of(source);
-                c.reconnect = false;
-                temporary.emplace(io_, c);
-                conn = &*temporary;
-            }
-            diagnostics diag;
-            auto [connect_ec] = co_await conn->async_connect(diag, asio::as_tuple(asio::use_awaitable));
-            if (connect_ec) {
-                last = connect_ec;
-                why =
-                    source.text() + ": " + std::string(diag.message().empty() ? connect_ec.message() : diag.message());
-                continue;
-            }
-            request req;
-            const bool shards = conn->server_version() == 0 || conn->server_version() >= 70000;
-            req.push("CLUSTER", shards ? "SHARDS" : "SLOTS");
-            req.set_timeout(config_.request_timeout);
-            response resp;
-            auto [ec] = co_await conn->async_exec(req, resp, asio::as_tuple(asio::use_awaitable));
-            if (temporary) temporary->close();
-            if (closed_) co_return;
-            const auto text = resp.empty() ? std::string_view() : resp.front().error_text();
-            if (says_cluster_disabled(text)) {
-                not_a_cluster = true;
-                last = error::invalid_argument;
-                why = source.text() +
-                      " is not a Redis Cluster member (cluster support disabled): check the URL's "
-                      "redis+cluster:// scheme and its seeds";
-                break;  // a wrong URL, not a member that is down
-            }
-            if (ec || resp.empty()) {
-                last = ec ? ec : error_code(error::protocol_error);
-                why = source.text() + ": CLUSTER " + (shards ? "SHARDS" : "SLOTS") + " failed" +
-                      (text.empty() ? std::string() : ": " + std::string(text));
-                continue;
-            }
-            const slot_map_source how{source.host, config_.kind == node_config::transport::tls};
-            read = shards ? read_cluster_shards(resp.front(), how, why) : read_cluster_slots(resp.front(), how, why);
-            if (read) break;
-            last = error::protocol_error;
-            why = source.text() + ": " + why;
+        asio::steady_timer done;  // cancelled when the race is over
+    };
+
+    // Reads the map through the sources in their order, staggered: the first (a master whose connection is up,
+    // usually) answers within a round trip and the others never start; a silent one costs the next a short delay,
+    // not its whole connect timeout, so the read (and async_connect) ends within connect_timeout.
+    asio::awaitable<void> refresh()
+    {
+        const auto sources = map_sources();
+        auto race = std::make_shared<map_race>(strand_);
+        race->left = sources.size();
+        const auto stagger = std::min<std::chrono::milliseconds>(config_.connect_timeout / 8, 100ms);
+        for (std::size_t i = 0; i < sources.size(); ++i) {
+            asio::co_spawn(strand_, read_map_from(sources[i], stagger * static_cast<int>(i), race),
+                           [self = shared_from_this(), race](std::exception_ptr) {
+                               if (--race->left == 0) race->end();
+                           });
         }
+        if (!race->over) co_await race->done.async_wait(asio::as_tuple(asio::use_awaitable));
         if (closed_) co_return;
-        if (!read) {
-            if (not_a_cluster) map_ = slot_map{};
-            refresh_failed(last, why);
+        if (!race->read) {
+            if (race->not_a_cluster) map_ = slot_map{};
+            refresh_failed(race->last, race->why);
             co_return;
         }
-        apply(*std::move(read));
-        if (!connect_waiters_.empty()) co_await connect_links();
+        apply(*std::move(race->read));
+        if (!connect_waiters_.empty()) connect_links();
+    }
+
+    asio::awaitable<void> read_map_from(master_address source, std::chrono::milliseconds delay,
+                                        std::shared_ptr<map_race> race)
+    {
+        if (delay.count() > 0) {
+            asio::steady_timer wait(strand_, delay);
+            co_await wait.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        if (race->over || closed_) co_return;
+        // A master's own connection when it is up; else one for this read only, which fails fast.
+        auto link = find_link(source.text());
+        if (link && link->conn.state() != connection_state::connected) link.reset();
+        std::optional<connection> temporary;
+        connection* conn = link ? &link->conn : nullptr;
+        if (conn == nullptr) {
+            auto c = config_of(source);
+            c.reconnect = false;
+            temporary.emplace(io_, c);
+            conn = &*temporary;
+        }
+        diagnostics diag;
+        auto [connect_ec] = co_await conn->async_connect(diag, asio::as_tuple(asio::use_awaitable));
+        if (race->over || closed_) co_return;
+        if (connect_ec) {
+            race->last = connect_ec;
+            race->why =
+                source.text() + ": " + std::string(diag.message().empty() ? connect_ec.message() : diag.message());
+            co_return;
+        }
+        request req;
+        const bool shards = conn->server_version() == 0 || conn->server_version() >= 70000;
+        req.push("CLUSTER", shards ? "SHARDS" : "SLOTS");
+        req.set_timeout(config_.request_timeout);
+        response resp;
+        auto [ec] = co_await conn->async_exec(req, resp, asio::as_tuple(asio::use_awaitable));
+        if (temporary) temporary->close();
+        if (race->over || closed_) co_return;
+        const auto text = resp.empty() ? std::string_view() : resp.front().error_text();
+        if (says_cluster_disabled(text)) {
+            race->not_a_cluster = true;
+            race->last = error::invalid_argument;
+            race->why = source.text() +
+                        " is not a Redis Cluster member (cluster support disabled): check the URL's "
+                        "redis+cluster:// scheme and its seeds";
+            race->end();  // a wrong URL, not a member that is down
+            co_return;
+        }
+        if (ec || resp.empty()) {
+            race->last = ec ? ec : error_code(error::protocol_error);
+            race->why = source.text() + ": CLUSTER " + (shards ? "SHARDS" : "SLOTS") + " failed" +
+                        (text.empty() ? std::string() : ": " + std::string(text));
+            co_return;
+        }
+        std::string why;
+        const slot_map_source how{source.host, config_.kind == node_config::transport::tls};
+        auto read = shards ? read_cluster_shards(resp.front(), how, why) : read_cluster_slots(resp.front(), how, why);
+        if (!read) {
+            race->last = error::protocol_error;
+            race->why = source.text() + ": " + why;
+            co_return;
+        }
+        race->read = std::move(read);
+        race->end();
     }
 
     void apply(slot_map map)
     {
-        const bool changed = !(map == map_);
         map_ = std::move(map);
         for (const auto& master : map_.masters()) link_to(master);
         drop_links_outside(map_);
@@ -591,26 +675,34 @@ private:
         std::vector<std::uint32_t> waiting;
         for (const auto& [id, lane] : lanes_) waiting.push_back(id);
         for (auto id : waiting) pump(id);
-        if (changed) rehome_channels();
+        rehome_channels();  // also the channels subscribed nowhere: their last try failed
     }
 
-    // The connect waiters' answer: every master's connection up, or the first that is not, with its text.
-    asio::awaitable<void> connect_links()
+    // The connect waiters' answer: every master's connection up (all tried at once, each within connect_timeout),
+    // or the first that is not, with its text.
+    void connect_links()
     {
+        struct gather {
+            std::size_t left;
+            error_code failed;
+            std::string why;
+        };
         std::vector<std::shared_ptr<master_link>> links;
         for (const auto& master : map_.masters()) links.push_back(link_to(master));
-        error_code failed;
-        std::string why;
+        auto all = std::make_shared<gather>(gather{links.size(), {}, {}});
+        if (links.empty()) return complete_connect_waiters({}, {});
         for (auto& link : links) {
-            diagnostics diag;
-            auto [ec] = co_await link->conn.async_connect(diag, asio::as_tuple(asio::use_awaitable));
-            if (ec && !failed) {
-                failed = ec;
-                why =
-                    "master " + link->key + ": " + std::string(diag.message().empty() ? ec.message() : diag.message());
-            }
+            auto diag = std::make_shared<diagnostics>();
+            link->conn.async_connect(
+                *diag, asio::bind_executor(strand_, [self = shared_from_this(), all, diag, link](error_code ec) {
+                    if (ec && !all->failed) {
+                        all->failed = ec;
+                        all->why = "master " + link->key + ": " +
+                                   std::string(diag->message().empty() ? ec.message() : diag->message());
+                    }
+                    if (--all->left == 0) self->complete_connect_waiters(all->failed, all->why);
+                }));
         }
-        complete_connect_waiters(failed, why);
     }
 
     void refresh_failed(error_code ec, const std::string& why)
@@ -649,38 +741,68 @@ private:
         if (closed_) return;
         refresh_timer_.expires_after(after);
         refresh_timer_.async_wait([weak = weak_from_this()](error_code ec) {
-            if (auto self = weak.lock(); self && !ec) self->request_refresh();
+            if (auto self = weak.lock(); self && !ec) self->request_refresh(true);
         });
     }
 
     // --- subscriptions ---------------------------------------------------------------------------------------
 
-    void subscribe_on_strand(std::vector<std::string> channels, diagnostics* diag,
-                             std::shared_ptr<pending_completion<>> done, bool wait_for_map)
+    // Whether `channel` is still wanted as the subscription numbered `want` asked it (no unsubscribe since).
+    bool still_wanted(const std::string& channel, std::uint64_t want) const
     {
-        if (closed_) return done->complete(error::closed);
-        if (channels.empty()) return done->complete(error::invalid_argument);
-        auto link = owner_of(key_slot(channels.front()));
+        auto at = wanted_.find(channel);
+        return at != wanted_.end() && at->second == want;
+    }
+
+    // One async_subscribe: its channels, what each is wanted as, its deadline and redirects so far.
+    struct subscribe_call {
+        std::vector<std::string> channels;
+        std::vector<std::uint64_t> wants;
+        diagnostics* diag;
+        std::shared_ptr<pending_completion<>> done;
+        clock::time_point deadline;
+        unsigned redirects = 0;
+    };
+
+    void subscribe_on_strand(std::shared_ptr<subscribe_call> call, bool wait_for_map)
+    {
+        if (closed_) return call->done->complete(error::closed);
+        if (call->channels.empty()) return call->done->complete(error::invalid_argument);
+        auto link = owner_of(key_slot(call->channels.front()));
         if (!link) {
-            if (!wait_for_map) return done->complete(error::not_connected);
+            if (!wait_for_map) return call->done->complete(error::not_connected);
             // No map yet: subscribe once the first read ends, successful or not.
             connect_waiters_.push_back(connect_waiter{
                 nullptr, std::make_shared<pending_completion<>>(
-                             asio::bind_executor(strand_,
-                                                 [self = shared_from_this(), channels, diag, done](error_code) mutable {
-                                                     self->subscribe_on_strand(std::move(channels), diag, done, false);
-                                                 }),
+                             asio::bind_executor(strand_, [self = shared_from_this(), call](
+                                                              error_code) { self->subscribe_on_strand(call, false); }),
                              strand_)});
             return request_refresh();
         }
-        link->conn.async_subscribe(
-            channels, *diag,
-            asio::bind_executor(strand_, [self = shared_from_this(), channels, key = link->key, done](error_code ec) {
-                if (!ec) {
-                    for (const auto& channel : channels) self->channel_homes_[channel] = key;
-                }
-                done->complete(ec);
-            }));
+        link->conn.async_subscribe(call->channels, *call->diag,
+                                   asio::bind_executor(strand_, [self = shared_from_this(), call, link](error_code ec) {
+                                       if (ec == error::server_error && self->follow_subscribe_refusal(call, *link))
+                                           return;
+                                       for (std::size_t i = 0; !ec && i < call->channels.size(); ++i) {
+                                           if (self->still_wanted(call->channels[i], call->wants[i]))
+                                               self->channel_homes_[call->channels[i]] = link->key;
+                                       }
+                                       call->done->complete(ec);
+                                   }));
+    }
+
+    // A subscription refused with MOVED (the map was stale): the slot is the target's now; subscribes there, within
+    // the call's deadline and redirect limit. False when the refusal is the answer.
+    bool follow_subscribe_refusal(const std::shared_ptr<subscribe_call>& call, const master_link& link)
+    {
+        auto refusal = read_refusal(call->diag->server_message(), link.address.host);
+        if (!refusal || refusal->what != cluster_refusal::kind::moved || closed_) return false;
+        if (++call->redirects > max_redirects || clock::now() >= call->deadline) return false;
+        map_.assign(refusal->slot, refusal->target);
+        request_refresh();
+        call->diag->clear();
+        subscribe_on_strand(call, false);
+        return true;
     }
 
     void unsubscribe_on_strand(std::vector<std::string> channels, std::shared_ptr<pending_completion<>> done)
@@ -692,6 +814,7 @@ private:
             auto at = channel_homes_.find(channel);
             std::string home = at != channel_homes_.end() ? at->second : std::string();
             if (at != channel_homes_.end()) channel_homes_.erase(at);
+            wanted_.erase(channel);
             if (home.empty()) {
                 if (auto owner = owner_of(key_slot(channel))) home = owner->key;  // confirmed there if never subscribed
             }
@@ -719,17 +842,21 @@ private:
     }
 
     // Subscribes each held channel at its slot's master where it is not subscribed there (a new map moved its
-    // slot, or its master dropped it), and unsubscribes it where it was.
+    // slot, its master dropped it, or its last subscription failed), and unsubscribes it where it was. After every
+    // map read, so a failure is tried again with the next; never twice at once for one channel.
     void rehome_channels()
     {
         if (closed_ || map_.empty()) return;
         std::map<std::string, std::vector<std::string>> to_subscribe;    // by new home
+        std::map<std::string, std::vector<std::uint64_t>> wants;         // the channels' wants, by new home
         std::map<std::string, std::vector<std::string>> to_unsubscribe;  // by old home
         for (auto& [channel, home] : channel_homes_) {
             auto owner = owner_of(key_slot(channel));
-            if (!owner || owner->key == home) continue;
+            if (!owner || owner->key == home || rehoming_.count(channel) != 0) continue;
             if (!home.empty()) to_unsubscribe[home].push_back(channel);
             to_subscribe[owner->key].push_back(channel);
+            wants[owner->key].push_back(wanted_[channel]);
+            rehoming_.insert(channel);
             home.clear();  // nowhere until the new master confirms
         }
         for (auto& [home, group] : to_unsubscribe) {
@@ -739,18 +866,24 @@ private:
             const std::string& home = entry.first;
             const std::vector<std::string>& group = entry.second;
             auto link = find_link(home);
-            if (!link) continue;
+            if (!link) {
+                for (const auto& channel : group) rehoming_.erase(channel);
+                continue;
+            }
             auto diag = std::make_shared<diagnostics>();
-            link->conn.async_subscribe(
-                group, *diag,
-                asio::bind_executor(strand_, [self = shared_from_this(), group, home, diag](error_code ec) {
-                    if (ec) return self->request_refresh();  // the next map tries them again
-                    for (const auto& channel : group) {
-                        // Unsubscribed meanwhile: the caller no longer wants it.
-                        auto at = self->channel_homes_.find(channel);
-                        if (at != self->channel_homes_.end()) at->second = home;
-                    }
-                }));
+            link->conn.async_subscribe(group, *diag,
+                                       asio::bind_executor(strand_, [self = shared_from_this(), group,
+                                                                     wants = wants[home], home, diag](error_code ec) {
+                                           for (const auto& channel : group) self->rehoming_.erase(channel);
+                                           if (ec) return self->request_refresh();  // the next map tries them again
+                                           for (std::size_t i = 0; i < group.size(); ++i) {
+                                               // Unsubscribed meanwhile (perhaps subscribed again since): the caller no
+                                               // longer wants this one.
+                                               if (!self->still_wanted(group[i], wants[i])) continue;
+                                               auto at = self->channel_homes_.find(group[i]);
+                                               if (at != self->channel_homes_.end()) at->second = home;
+                                           }
+                                       }));
         }
     }
 
@@ -787,11 +920,15 @@ private:
 
     std::shared_ptr<handler_box> handler_box_;
     std::map<std::string, std::string> channel_homes_;  // channel -> the link it is subscribed at ("" = nowhere)
+    std::set<std::string> rehoming_;                    // channels rehome_channels is subscribing now
+    std::map<std::string, std::uint64_t> wanted_;       // channel -> the number of the subscribe that wants it
+    std::uint64_t last_want_ = 0;
 };
 
 cluster_node::cluster_node(const asio::any_io_executor& ex, const node_config& config)
     : state_(std::make_shared<cluster_state>(ex, config))
 {
+    shutdown_registry::enroll(ex, state_);
     state_->start();
 }
 
@@ -845,9 +982,9 @@ void cluster_node::close()
     state_->close();
 }
 
-void cluster_node::resubscribe_channels(std::vector<std::string> channels)
+void cluster_node::resubscribe_channels(std::vector<std::string> channels, const std::string& from)
 {
-    state_->resubscribe(std::move(channels));
+    state_->resubscribe(std::move(channels), from);
 }
 
 std::unique_ptr<node> make_cluster_node(const asio::any_io_executor& ex, const node_config& config)

@@ -41,12 +41,12 @@ public:
     usage get_usage() const override;
     void close() override;
 
-    /// Subscribes `channels` again, each at the master that owns its slot now, and unsubscribes them where they
-    /// were if that is another master. For the channels a master dropped on its own (its `sunsubscribe` push after
-    /// the slot moved away); the node calls it itself for the channels whose slot changed master in a new map.
-    /// Channels the node does not hold (never subscribed, or unsubscribed since) are skipped. A subscription that
-    /// fails is tried again after the next map refresh. Any thread; returns at once.
-    void resubscribe_channels(std::vector<std::string> channels);
+    /// Subscribes `channels` again, each at the master that owns its slot now: for the channels the master `from`
+    /// (`host:port`, as master_address::text) dropped on its own (its `sunsubscribe` push after the slot moved
+    /// away). A channel whose home is not `from` (it moved on already: the news is late) is left as it is, and so
+    /// are channels the node does not hold (never subscribed, or unsubscribed since). A subscription that fails is
+    /// tried again after the next map read. Any thread; returns at once.
+    void resubscribe_channels(std::vector<std::string> channels, const std::string& from);
 
 private:
     std::shared_ptr<cluster_state> state_;

@@ -1,4 +1,5 @@
 #include "cluster/refusal.hpp"
+#include "common/host_port.hpp"
 
 #include <charconv>
 
@@ -17,14 +18,9 @@ std::optional<Int> number(std::string_view text, long long max)
 
 std::optional<master_address> read_target(std::string_view text, std::string_view answered_host)
 {
-    const auto colon = text.rfind(':');
-    if (colon == std::string_view::npos) return std::nullopt;
-    auto host = text.substr(0, colon);
-    auto port = number<std::uint16_t>(text.substr(colon + 1), 65535);
-    if (!port || *port == 0) return std::nullopt;
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    if (host.find_first_of(" []") != std::string_view::npos) return std::nullopt;
-    return master_address{std::string(host.empty() ? answered_host : host), *port};
+    auto read = read_host_port(text);
+    if (!read || read->host.find_first_of(" []") != std::string_view::npos) return std::nullopt;
+    return master_address{std::string(read->host.empty() ? answered_host : read->host), read->port};
 }
 
 }  // namespace

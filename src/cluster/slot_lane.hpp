@@ -4,10 +4,13 @@
 // what it is given, so a slot keeps its order as long as all of its requests in flight go to one master: a lane
 // sends its next request to another master only once every request it sent elsewhere has answered. A refused
 // request (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, not sent for want of a connection) did not run; it goes back into
-// the lane at its place by issue number, ahead of every later request not yet sent. Later requests already
-// written to the same master behind it come back refused too when the slot moved (MOVED concerns the whole slot)
-// and are sent again in their order; an ASK or TRYAGAIN concerns keys, so a later request on other keys of the
-// slot may run before the refused one is retried. Requests on the same keys keep their order in every case.
+// the lane at its place by issue number, ahead of every later request not yet sent. Later requests already written
+// to the same master behind it come back refused too when the slot moved (MOVED concerns the whole slot) and are
+// sent again in their order. But a later request may have run meanwhile: one written behind an ASK, a TRYAGAIN or a
+// CLUSTERDOWN (they concern keys, or a moment), or queued at a connection that came up after the refused request
+// found it down. So the lane remembers the latest request that reached a master unrefused (`ran`): a refused
+// request is sent again only once no later request of the lane is in flight and none ran; otherwise its refusal is
+// its answer (it did not run).
 #pragma once
 
 #include <algorithm>
@@ -59,6 +62,11 @@ public:
         if (in_flight_ > 0) --in_flight_;
     }
     std::size_t in_flight() const noexcept { return in_flight_; }
+
+    /// The request issued as `seq` reached its master and may have run (its answer was no refusal).
+    void ran(std::uint64_t seq) noexcept { ran_below_ = std::max(ran_below_, seq + 1); }
+    /// Whether a request issued after `seq` may have run: the refused `seq`, sent again, would run after it.
+    bool later_ran(std::uint64_t seq) const noexcept { return ran_below_ > seq + 1; }
     bool idle() const noexcept { return in_flight_ == 0 && waiting_.empty(); }
 
     /// Empties the lane (the node closed), handing each waiting request to `f`.
@@ -75,6 +83,7 @@ private:
     std::deque<entry> waiting_;
     std::string target_;
     std::size_t in_flight_ = 0;
+    std::uint64_t ran_below_ = 0;  // one past the issue number of the latest request that ran
 };
 
 }  // namespace redlock::detail

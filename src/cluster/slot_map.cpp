@@ -1,4 +1,5 @@
 #include "cluster/slot_map.hpp"
+#include "common/host_port.hpp"
 
 #include <algorithm>
 
@@ -46,14 +47,7 @@ std::string host_or_queried(std::string_view host, std::string_view queried)
 
 std::string master_address::text() const
 {
-    const bool ipv6 = host.find(':') != std::string::npos;
-    std::string out;
-    if (ipv6) out += '[';
-    out += host;
-    if (ipv6) out += ']';
-    out += ':';
-    out += std::to_string(port);
-    return out;
+    return host_port_text(host, port);
 }
 
 const master_address* slot_map::owner(std::uint16_t slot) const noexcept

@@ -70,6 +70,13 @@ public:
     }
     void complete_all(error_code ec, Ts... values) { complete_all(ec, nullptr, std::move(values)...); }
 
+    /// Forgets every waiter without completing it (the execution context shuts down).
+    void drop_all() noexcept
+    {
+        auto waiters = std::move(waiters_);
+        waiters_.clear();
+    }
+
     bool empty() const noexcept { return waiters_.empty(); }
     std::size_t size() const noexcept { return waiters_.size(); }
 

@@ -39,16 +39,29 @@ void start_connect(const std::shared_ptr<connection_impl>& impl, diagnostics* di
     impl->start_connect(diag, std::move(handler));
 }
 
+std::shared_ptr<connection_impl> connection_impl::make(asio::any_io_executor ex, node_config config,
+                                                       transport_factory factory)
+{
+    auto impl = std::make_shared<connection_impl>(ex, std::move(config), std::move(factory));
+    shutdown_registry::enroll(ex, impl);
+    return impl;
+}
+
+void connection_impl::drop_handlers() noexcept
+{
+    mpx_.drop_all();
+    connect_waiters_.drop_all();
+}
+
 connection make_connection(asio::any_io_executor ex, node_config config, transport_factory factory)
 {
-    return access::make<connection>(
-        std::make_shared<connection_impl>(std::move(ex), std::move(config), std::move(factory)));
+    return access::make<connection>(connection_impl::make(std::move(ex), std::move(config), std::move(factory)));
 }
 
 }  // namespace detail
 
 connection::connection(executor_type ex, node_config config)
-    : impl_(std::make_shared<detail::connection_impl>(std::move(ex), std::move(config), nullptr))
+    : impl_(detail::connection_impl::make(std::move(ex), std::move(config), nullptr))
 {}
 
 connection::connection(std::shared_ptr<detail::connection_impl> impl) noexcept : impl_(std::move(impl)) {}

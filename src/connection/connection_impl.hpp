@@ -17,6 +17,7 @@
 #pragma once
 
 #include "common/completion.hpp"
+#include "common/shutdown_registry.hpp"
 #include "common/waiter_list.hpp"
 #include "connection/multiplexer.hpp"
 #include "connection/pushes.hpp"
@@ -61,10 +62,14 @@ struct atomic_usage {
     }
 };
 
-class connection_impl : public std::enable_shared_from_this<connection_impl> {
+class connection_impl : public std::enable_shared_from_this<connection_impl>, public shutdown_participant {
 public:
     /// An empty `factory` makes TCP, TLS or unix-socket transports, as the config says.
     connection_impl(boost::asio::any_io_executor ex, node_config config, transport_factory factory);
+
+    /// A new connection, enrolled for the context's shutdown. An empty `factory`: as the constructor's.
+    static std::shared_ptr<connection_impl> make(boost::asio::any_io_executor ex, node_config config,
+                                                 transport_factory factory);
 
     strand_type& strand() noexcept { return strand_; }
     const boost::asio::any_io_executor& io_executor() const noexcept { return io_executor_; }
@@ -79,6 +84,8 @@ public:
     // run.cpp
     void start_connect(diagnostics* diag, completion handler);
     void close();
+    /// The context shuts down: the waiting async_connect calls and the queued requests go, uncompleted.
+    void drop_handlers() noexcept override;
 
     // exec.cpp
     /// Queues an entry for the writer.

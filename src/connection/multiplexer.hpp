@@ -79,6 +79,13 @@ public:
     /// Forgets the caller of a staged or written entry: its replies will be read and dropped so later replies
     /// still go to the right requests.
     void abandon(exec_entry& entry) noexcept;
+    /// Forgets every entry without finishing it (the execution context shuts down).
+    void drop_all() noexcept
+    {
+        auto entries = std::move(queue_);
+        queue_.clear();
+        first_waiting_ = 0;
+    }
 
     /// Serializes every waiting request into one buffer (valid until the next call) and marks them staged.
     std::string_view prepare_write();

@@ -1,3 +1,5 @@
+#include "common/host_port.hpp"
+
 #include <redlock/detail/access.hpp>
 #include <redlock/error.hpp>
 #include <redlock/node_config.hpp>
@@ -33,26 +35,14 @@ std::optional<bool> to_bool(std::string_view text)
     return std::nullopt;
 }
 
-// A seed's `host:port`, `[v6]:port`; nullopt when it is not one.
+// A seed's `host:port`, `[v6]:port` (or a bare v6 host: the port is required); nullopt when it is not one.
 std::optional<cluster_seed> to_seed(std::string_view text)
 {
+    auto read = detail::read_host_port(text);
+    if (!read || read->host.empty()) return std::nullopt;
     cluster_seed seed;
-    std::string_view port;
-    if (text.starts_with('[')) {
-        const auto close = text.find(']');
-        if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') return std::nullopt;
-        seed.host = text.substr(1, close - 1);
-        port = text.substr(close + 2);
-    } else {
-        // The port is required, so the last colon ends the host, an IPv6 address included (`::1:7000`).
-        const auto colon = text.rfind(':');
-        if (colon == std::string_view::npos) return std::nullopt;
-        seed.host = text.substr(0, colon);
-        port = text.substr(colon + 1);
-    }
-    auto number = to_number(port);
-    if (seed.host.empty() || !number || *number <= 0 || *number > 65535) return std::nullopt;
-    seed.port = static_cast<std::uint16_t>(*number);
+    seed.host = read->host;
+    seed.port = read->port;
     return seed;
 }
 
@@ -132,16 +122,6 @@ std::string fill(const boost::urls::url_view& u, node_config& out)
     return {};
 }
 
-void append_host_port(std::string& out, const std::string& host, std::uint16_t port)
-{
-    const bool ipv6 = host.find(':') != std::string::npos;
-    if (ipv6) out += '[';
-    out += host;
-    if (ipv6) out += ']';
-    out += ':';
-    out += std::to_string(port);
-}
-
 }  // namespace
 
 std::string node_config::to_string() const
@@ -163,7 +143,7 @@ std::string node_config::to_string() const
         out += username;
         out += '@';
     }
-    append_host_port(out, host, port);
+    out += detail::host_port_text(host, port);
     if (db != 0) {
         out += '/';
         out += std::to_string(db);

@@ -77,9 +77,8 @@ std::string invalid_arguments(const client_impl& client, const std::vector<std::
     if (o.replica_acks > 0) {
         // A WAIT that blocks a connection this long reads as a dead server to its health check, which would close it.
         const auto node_timeout = o.node_timeout > ms(0) ? o.node_timeout : default_node_timeout(o.ttl);
-        const auto wait = o.replica_ack_timeout > ms(0) ? o.replica_ack_timeout : node_timeout;
         for (const auto& config : client.nodes().configs())
-            if (node_timeout + wait >= config.health_check_timeout)
+            if (request_time(node_timeout, o.replica_acks, o.replica_ack_timeout) >= config.health_check_timeout)
                 return "node_timeout + replica_ack_timeout must be below every node's health_check_timeout (a "
                        "connection whose WAIT blocks that long is taken for dead)";
     }
@@ -118,8 +117,7 @@ acquire_plan make_plan(const lock_call& call, bool one_attempt)
 replica_acks acks_of(const lock_options& o) noexcept
 {
     if (o.replica_acks <= 0) return {};
-    return {static_cast<std::uint32_t>(o.replica_acks),
-            o.replica_ack_timeout > ms(0) ? o.replica_ack_timeout : o.node_timeout};
+    return {static_cast<std::uint32_t>(o.replica_acks), replica_wait(o.node_timeout, o.replica_ack_timeout)};
 }
 
 std::shared_ptr<lock_call> make_call(std::shared_ptr<client_impl> client, const lock_kind& kind, lease_spec lease,

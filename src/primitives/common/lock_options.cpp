@@ -27,9 +27,7 @@ std::string lock_options::invalid() const
     if (o.replica_ack_timeout < ms(0)) return "replica_ack_timeout must not be negative";
     // A request that carries a WAIT may take its node timeout plus the WAIT's: T below.
     const auto node_timeout = o.node_timeout > ms(0) ? o.node_timeout : detail::default_node_timeout(o.ttl);
-    const auto request_time =
-        o.replica_acks > 0 ? node_timeout + (o.replica_ack_timeout > ms(0) ? o.replica_ack_timeout : node_timeout)
-                           : node_timeout;
+    const auto request_time = detail::request_time(node_timeout, o.replica_acks, o.replica_ack_timeout);
     if (o.replica_acks > 0 && request_time >= validity)
         return "node_timeout + replica_ack_timeout must be below the validity (ttl - drift): a grant that waits for "
                "its replicas that long would never be valid";

@@ -28,4 +28,18 @@ constexpr std::chrono::milliseconds default_node_timeout(std::chrono::millisecon
     return std::max(std::chrono::milliseconds(1), std::min(std::chrono::milliseconds(50), ttl / 10));
 }
 
+/// The WAIT of a lock's replica acknowledgement: `replica_ack_timeout`, or the node timeout when it is 0.
+constexpr std::chrono::milliseconds replica_wait(std::chrono::milliseconds node_timeout,
+                                                 std::chrono::milliseconds replica_ack_timeout) noexcept
+{
+    return replica_ack_timeout > std::chrono::milliseconds(0) ? replica_ack_timeout : node_timeout;
+}
+
+/// How long one request of a lock may take: its node timeout, plus the WAIT's when it asks replicas to acknowledge.
+constexpr std::chrono::milliseconds request_time(std::chrono::milliseconds node_timeout, int replica_acks,
+                                                 std::chrono::milliseconds replica_ack_timeout) noexcept
+{
+    return replica_acks > 0 ? node_timeout + replica_wait(node_timeout, replica_ack_timeout) : node_timeout;
+}
+
 }  // namespace redlock::detail

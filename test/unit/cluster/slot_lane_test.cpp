@@ -49,3 +49,18 @@ BOOST_AUTO_TEST_CASE(a_request_whose_deadline_passed_leaves_the_lane)
     BOOST_TEST((drained == std::vector<int>{10}));
     BOOST_TEST(l.idle());
 }
+
+BOOST_AUTO_TEST_CASE(a_refused_request_may_be_sent_again_only_while_no_later_one_ran)
+{
+    lane l;
+    BOOST_TEST(!l.later_ran(0));
+    l.ran(0);
+    BOOST_TEST(!l.later_ran(0));  // itself, or earlier ones: no reordering
+    BOOST_TEST(!l.later_ran(1));
+    l.ran(3);
+    BOOST_TEST(l.later_ran(1));
+    BOOST_TEST(l.later_ran(2));
+    BOOST_TEST(!l.later_ran(3));
+    l.ran(2);  // an earlier answer does not lower it
+    BOOST_TEST(l.later_ran(2));
+}

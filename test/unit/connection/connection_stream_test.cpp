@@ -7,6 +7,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -131,6 +132,19 @@ request echo(std::string text)
     request r;
     r.push("ECHO", std::move(text));
     return r;
+}
+
+// Coroutines that own the connection they wait on; `alive` expires with the frame.
+asio::awaitable<void> connect_owning(redlock::connection conn, std::shared_ptr<int> /*alive*/)
+{
+    co_await conn.async_connect(use_tuple);
+}
+
+asio::awaitable<void> exec_owning(redlock::connection conn, std::shared_ptr<int> /*alive*/)
+{
+    co_await conn.async_connect(use_tuple);
+    auto r = echo("anyone?");
+    co_await conn.async_exec(r, use_tuple);
 }
 
 }  // namespace
@@ -329,6 +343,34 @@ BOOST_AUTO_TEST_CASE(a_silent_peer_is_detected_by_the_health_check)
         BOOST_TEST(conn.get_usage().disconnects == 1u);
         conn.close();
     });
+}
+
+// The handler of a pending async_connect or async_exec is kept by the connection, and here it owns the frame that
+// owns the connection: destroying the context must free both, as it frees a socket's pending operations.
+BOOST_AUTO_TEST_CASE(destroying_the_context_frees_coroutines_waiting_on_a_connection_they_own)
+{
+    std::weak_ptr<int> connecting;
+    std::weak_ptr<int> executing;
+    {
+        asio::io_context ctx;
+        fake_node silent(ctx);
+        silent.reply = [](const std::vector<std::string>&) { return std::string(); };
+        fake_node hello_only(ctx);
+        hello_only.reply = [](const std::vector<std::string>& cmd) {
+            return cmd[0] == "HELLO" ? default_replies(cmd) : std::string();
+        };
+        auto a = std::make_shared<int>();
+        auto b = std::make_shared<int>();
+        connecting = a;
+        executing = b;
+        asio::co_spawn(ctx, connect_owning(silent.make(), std::move(a)), asio::detached);
+        asio::co_spawn(ctx, exec_owning(hello_only.make(), std::move(b)), asio::detached);
+        ctx.run_for(200ms);
+        BOOST_TEST_REQUIRE(!connecting.expired());  // still waiting for HELLO's reply
+        BOOST_TEST_REQUIRE(!executing.expired());   // still waiting for ECHO's reply
+    }
+    BOOST_TEST(connecting.expired());
+    BOOST_TEST(executing.expired());
 }
 
 BOOST_AUTO_TEST_CASE(an_idle_connection_pings)
