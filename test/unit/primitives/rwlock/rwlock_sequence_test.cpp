@@ -269,12 +269,14 @@ BOOST_AUTO_TEST_CASE(a_refused_upgrade_gives_back_the_write_key_and_the_read_lea
 }
 
 // A successful upgrade carries the hold over: the write lease has the reader's token and nothing of the read lease
-// reaches the nodes after it (no release, no extension); a downgrade back is the read acquire of that token, and the
-// write lease sends nothing either. One release ends it all.
+// reaches the nodes after it (no release, no extension, although its watchdog was due while the upgrade was on its
+// way); a downgrade back is the read acquire of that token, and the write lease sends nothing either. One release
+// ends it all.
 BOOST_DATA_TEST_CASE(conversions_carry_the_hold_over_under_one_token, bdata::make({1, 3}), n)
 {
     rig r(static_cast<std::size_t>(n));
-    answer(r, action::granted(), action::granted());
+    // Slow acquires: each conversion is on its way for three watchdog intervals.
+    answer(r, action::delayed(150ms, integer(1)), action::delayed(150ms, integer(1)));
     run_coro(r.ctx, [&]() -> asio::awaitable<void> {
         auto o = quick();
         o.watchdog = true;
