@@ -26,9 +26,9 @@ elseif holder and holder ~= MARKER then
   local wait = redis.call('PTTL', name)
   if wait < 0 then return 0 end
   if marks > 0 then wait = math.max(wait, last_end(writers) - now) end
-  return -wait
+  return -math.max(1, wait)
 elseif marks > 0 and not redis.call('ZSCORE', readers, token) then
-  return -(last_end(writers) - now)
+  return -math.max(1, last_end(writers) - now)  -- never 1 or 0, which mean a grant and no hint
 end
 redis.call('ZADD', readers, now + ttl, token)
 cover(name, readers, now + ttl, now)

@@ -38,4 +38,4 @@ if holder and holder ~= MARKER and holder ~= token then
   if pttl > 0 then return -pttl end
   return 0
 end
-return -(last_end(readers) - now)
+return -math.max(1, last_end(readers) - now)  -- never 1 or 0, which mean a grant and no hint
