@@ -14,6 +14,7 @@
 #include <redlock/client.hpp>
 #include <redlock/mutex.hpp>
 #include <redlock/semaphore.hpp>
+#include <redlock/shared_mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -264,10 +265,11 @@ asio::awaitable<void> exec_session::connect()
     }
 }
 
-// "lock 'K'", or "a permit of semaphore 'K' (limit N)": what the messages say is being taken.
+// "lock 'K'", "the read side of lock 'K'", or "a permit of semaphore 'K' (limit N)": what the messages say is being
+// taken.
 std::string exec_session::what() const
 {
-    if (!semaphore_mode()) return "lock '" + o_.key + "'";
+    if (!semaphore_mode()) return (o_.shared ? "the read side of lock '" : "lock '") + o_.key + "'";
     return "a permit of semaphore '" + o_.key + "' (limit " + std::to_string(o_.limit) + ")";
 }
 
@@ -281,7 +283,9 @@ void exec_session::describe_quorum() const
                                  (o_.replica_acks > 0 ? ", replica acks " + std::to_string(o_.replica_acks) : "");
     const std::string nodes = std::to_string(client_.size()) + " node(s)";
     if (!semaphore_mode()) {
-        report_.detail("lock '" + o_.key + "' on " + nodes + ", quorum " + std::to_string(client_.quorum()) + settings);
+        const std::string side = o_.fair ? "" : o_.shared ? " (read side)" : " (write side)";
+        report_.detail("lock '" + o_.key + "'" + side + " on " + nodes + ", quorum " +
+                       std::to_string(client_.quorum()) + settings);
         return;
     }
     const semaphore s(client_, o_.key, o_.limit);
@@ -295,12 +299,23 @@ void exec_session::describe_quorum() const
                        "when the watchdog cannot extend it on every node)");
 }
 
-// The lock (--limit 1), or one permit of the semaphore; cancelled by a signal through cancel_op_.
+// The lock (--limit 1): its write side, or with --shared its read side (a fair lock has one side), or one permit of
+// the semaphore; cancelled by a signal through cancel_op_. The write side's key is a plain lock's, so an exec
+// without --shared excludes and is excluded by every lock of the name, and goes before readers once it waits.
 asio::awaitable<std::tuple<error_code, held_grant>> exec_session::acquire(const lock_options& lo, diagnostics& diag)
 {
     auto token = asio::bind_cancellation_slot(cancel_op_.slot(), use_tuple);
-    if (!semaphore_mode()) {
+    if (!semaphore_mode() && o_.fair) {
         mutex m(client_, o_.key, lo);
+        auto [ec, held] = co_await m.async_lock(diag, token);
+        co_return std::tuple{ec, held_grant(std::move(held))};
+    }
+    if (!semaphore_mode()) {
+        shared_mutex m(client_, o_.key, lo);
+        if (o_.shared) {
+            auto [ec, held] = co_await m.async_lock_shared(diag, token);
+            co_return std::tuple{ec, held_grant(std::move(held))};
+        }
         auto [ec, held] = co_await m.async_lock(diag, token);
         co_return std::tuple{ec, held_grant(std::move(held))};
     }
@@ -362,7 +377,9 @@ asio::awaitable<int> exec_session::run()
         report_.error_lines(node_lines(diag.nodes()));
         co_return busy ? exit_code::busy : exit_code::unavailable;
     }
-    const std::string taken = semaphore_mode() ? "a permit of '" + o_.key + "'" : "'" + o_.key + "'";
+    const std::string taken = semaphore_mode() ? "a permit of '" + o_.key + "'"
+                              : o_.shared      ? "the read side of '" + o_.key + "'"
+                                               : "'" + o_.key + "'";
     report_.detail("acquired " + taken + " in " + format_ms(ms_since(lock_start)) +
                    (semaphore_mode() ? ", permit id " : ", token ") + held_.token() +
                    (held_.fencing_token() != 0 ? ", fencing token " + std::to_string(held_.fencing_token()) : "") +
