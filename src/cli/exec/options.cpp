@@ -3,6 +3,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <csignal>
 
 namespace redlock::cli {
@@ -30,7 +31,8 @@ options:
   --fair                 FIFO order among waiters, across processes and nodes (doc/locks.md)
   --waiter-ttl DURATION  a waiter that stops heartbeating (its process died) stops holding others back
                          within this time: a waiting writer's mark (readers wait behind it), or with
-                         --fair its place in the queue; default 2s
+                         --fair its place in the queue; default 2s (with --replica-acks, at least four
+                         times the node timeout plus the replica ack timeout)
   --fencing              obtain a fencing token: COMMAND gets it in REDLOCK_FENCING_TOKEN (a lock only)
   --no-watchdog          do not extend the lease; COMMAND is stopped before the TTL runs out
   --replica-acks N       a grant, fencing token or extension counts on a node only once N of its replicas
@@ -107,6 +109,14 @@ std::optional<exec_options> parse_exec(const std::vector<std::string>& args)
     o.kill_grace = cl.duration("kill-grace", o.kill_grace);
     o.replica_acks = cl.replica_acks();
     o.replica_ack_timeout = cl.replica_ack_timeout();
+    if (!cl.given("waiter-ttl") && o.replica_acks > 0) {
+        // A waiting writer's (or a fair waiter's) heartbeats come up to waiter_ttl / 3 plus two request deadlines
+        // apart, and a request that waits for replicas takes the node timeout (lock_options: min(50 ms, ttl / 10))
+        // plus the WAIT's: a long --replica-ack-timeout stretches the default to four such deadlines.
+        const auto node_timeout = std::max(ms(1), std::min(ms(50), o.ttl / 10));
+        const auto wait = o.replica_ack_timeout > ms(0) ? o.replica_ack_timeout : node_timeout;
+        o.waiter_ttl = std::max(o.waiter_ttl, 4 * (node_timeout + wait));
+    }
 
     if (!command) throw cl.error("no command: put it after '--', as in: redlock exec --key NAME -- COMMAND [ARG...]");
     o.command = checked_command(*command, cl.command());

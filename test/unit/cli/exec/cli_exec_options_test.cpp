@@ -56,3 +56,20 @@ BOOST_AUTO_TEST_CASE(shared_takes_the_read_side_and_a_writer_may_set_its_waiter_
     BOOST_TEST(!writer->shared);
     BOOST_TEST(writer->waiter_ttl.count() == 500);
 }
+
+// A waiting writer heartbeats with each attempt: requests that wait a second for replicas stretch the default
+// waiter TTL to four request deadlines (the library refuses one below three), and a TTL given stands.
+BOOST_AUTO_TEST_CASE(replica_acks_stretch_the_default_waiter_ttl)
+{
+    const auto stretched =
+        parse_exec({"--key", "k", "--replica-acks", "1", "--replica-ack-timeout", "1s", "--", "true"});
+    BOOST_TEST_REQUIRE(stretched.has_value());
+    BOOST_TEST(stretched->waiter_ttl.count() == 4 * (50 + 1000));
+    const auto given = parse_exec(
+        {"--key", "k", "--replica-acks", "1", "--replica-ack-timeout", "1s", "--waiter-ttl", "9s", "--", "true"});
+    BOOST_TEST_REQUIRE(given.has_value());
+    BOOST_TEST(given->waiter_ttl.count() == 9000);
+    const auto plain = parse_exec({"--key", "k", "--", "true"});
+    BOOST_TEST_REQUIRE(plain.has_value());
+    BOOST_TEST(plain->waiter_ttl.count() == 2000);
+}
