@@ -89,11 +89,12 @@ attempt_fn upgrade_attempts(std::shared_ptr<const lock_call> call, bool)
     return same_request_attempts(std::move(call), std::move(acquire));
 }
 
-std::string invalid_rw_arguments(const client_impl& client, const std::string& key, const lock_options& o)
+// `marks`: a writer that may wait, whose attempts heartbeat its mark within waiter_ttl.
+std::string invalid_rw_arguments(const client_impl& client, const std::string& key, const lock_options& o, bool marks)
 {
     if (auto why = invalid_arguments(client, {key}, o, {}); !why.empty()) return why;
     if (o.fair) return "a shared_mutex is not fair (lock_options::fair): writers wait first, in no order";
-    return heartbeat_budget_problem(o, "a waiting writer");
+    return marks ? heartbeat_budget_problem(o, "a waiting writer") : std::string();
 }
 
 asio::awaitable<std::tuple<error_code, lease>> lock_side(std::shared_ptr<client_impl> client, std::string key,
@@ -105,7 +106,8 @@ asio::awaitable<std::tuple<error_code, lease>> lock_side(std::shared_ptr<client_
     co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
     co_await asio::this_coro::throw_if_cancelled(false);
     if (diag) diag->clear();
-    if (auto why = invalid_rw_arguments(*client, key, o); !why.empty()) {
+    const bool marks = !shared && !one_attempt && o.wait > std::chrono::milliseconds(0);
+    if (auto why = invalid_rw_arguments(*client, key, o, marks); !why.empty()) {
         client->counters().acquire_ended(make_error_code(error::invalid_argument), {}, {}, false);
         if (diag) access::set_client_message(*diag, why);
         co_return std::tuple{make_error_code(error::invalid_argument), lease{}};
@@ -146,7 +148,7 @@ asio::awaitable<std::tuple<error_code, lease>> convert(std::shared_ptr<client_im
     co_await asio::this_coro::throw_if_cancelled(false);
     if (diag) diag->clear();
     auto why = unconvertible(held.get(), *client, key, to_write);
-    if (why.empty()) why = invalid_rw_arguments(*client, key, o);
+    if (why.empty()) why = invalid_rw_arguments(*client, key, o, false);  // one attempt each: no mark
     if (!why.empty()) {
         if (diag) access::set_client_message(*diag, why);
         co_return std::tuple{make_error_code(error::invalid_argument), held ? access::make<lease>(held) : lease{}};
