@@ -120,8 +120,8 @@ BOOST_AUTO_TEST_CASE(shared_execs_run_together_and_a_plain_exec_runs_alone)
     }
 }
 
-// A plain exec that waits for a --shared holder holds back --shared processes that come after it: one that tries
-// once is refused (exit 75) although only a reader holds, one that waits runs after the writer.
+// A plain exec that finds a --shared holder waits as the writer, and so holds back --shared processes that come after
+// it: one that tries once is refused (exit 75) although only a reader holds, one that waits runs after the writer.
 BOOST_AUTO_TEST_CASE(a_waiting_plain_exec_goes_before_readers_that_come_after_it)
 {
     for (std::size_t n : {1u, 3u}) {
@@ -159,6 +159,55 @@ BOOST_AUTO_TEST_CASE(a_waiting_plain_exec_goes_before_readers_that_come_after_it
             BOOST_TEST(
                 words(observer.cli({"LRANGE", "order", "0", "-1"})) == (std::vector<std::string>{"R1", "W", "R2"}),
                 boost::test_tools::per_element());
+            std::filesystem::remove_all(dir);
+        }
+    }
+}
+
+// A plain exec that waits for another on a key no reader uses is the plain lock: it leaves no writer's mark on any
+// node while it waits, and the holder's release message wakes it (no timed retry, which a writer's heartbeats are).
+BOOST_AUTO_TEST_CASE(a_plain_exec_on_a_key_nobody_reads_waits_as_the_plain_lock)
+{
+    for (std::size_t n : {1u, 3u}) {
+        BOOST_TEST_CONTEXT(n << " nodes")
+        {
+            cluster nodes(n);
+            redis_node observer;
+            const auto dir = make_temp_dir("redlock-rw-");
+            const auto log = dir + "/log";
+            const auto waiter_log = dir + "/waiter";
+            const auto gate = dir + "/go";
+            const auto record = [&](const std::string& what) {
+                return redis_cli_path() + " -p " + std::to_string(observer.port()) + " RPUSH order " + what +
+                       " > /dev/null";
+            };
+            const auto holder = spawn_exec(
+                nodes, false,
+                record("W1") + "; i=0; while [ ! -e " + gate + " ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done",
+                log);
+            BOOST_REQUIRE(wait_until([&] { return observer.cli({"LLEN", "order"}) == "1"; }, 10'000ms));
+            // A waiter TTL of 300 ms: a writer would renew its mark every 100 ms, so a mark could not go unseen.
+            const auto waiter = spawn_exec(nodes, false, record("W2"), waiter_log, {"-v", "--waiter-ttl", "300ms"});
+            const auto until = std::chrono::steady_clock::now() + 1500ms;
+            while (std::chrono::steady_clock::now() < until) {
+                for (std::size_t i = 0; i < n; ++i)
+                    BOOST_TEST_REQUIRE(nodes[i].cli({"EXISTS", "{rw}:writers"}) == "0",
+                                       "node " << i << " has a writer's mark: " << file_contents(waiter_log));
+                std::this_thread::sleep_for(20ms);
+            }
+            BOOST_TEST(observer.cli({"LLEN", "order"}) == "1", "the waiter did not wait");
+            std::ofstream(gate).put('\n');
+            for (auto pid : {holder, waiter}) {
+                int status = 0;
+                BOOST_REQUIRE(wait_for_exit(pid, 30'000ms, &status));
+                BOOST_TEST(exit_status(status) == 0, file_contents(log) << file_contents(waiter_log));
+            }
+            const auto said = file_contents(waiter_log);
+            BOOST_TEST(said.find("held by readers") == std::string::npos, said);
+            BOOST_TEST(said.find("woken by a release, 0 timed)") != std::string::npos, said);
+            BOOST_TEST(said.find(" 0 woken by a release") == std::string::npos, said);
+            BOOST_TEST(words(observer.cli({"LRANGE", "order", "0", "-1"})) == (std::vector<std::string>{"W1", "W2"}),
+                       boost::test_tools::per_element());
             std::filesystem::remove_all(dir);
         }
     }

@@ -44,6 +44,8 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr auto rethrow = [](std::exception_ptr e) {
     if (e) std::rethrow_exception(e);
 };
+// What the lock's key holds while readers of the read-write lock hold it (doc/algorithms.md, "Read-write lock").
+constexpr std::string_view readers_marker = "(readers)";
 
 double ms_since(clock::time_point start)
 {
@@ -121,6 +123,8 @@ private:
     void on_signal(const signal_event& e);
     asio::awaitable<void> connect();
     asio::awaitable<std::tuple<error_code, held_grant>> acquire(const lock_options& lo, diagnostics& diag);
+    asio::awaitable<std::tuple<error_code, held_grant>> acquire_plain(lock_options lo, diagnostics& diag);
+    asio::awaitable<bool> held_by_readers();
     bool semaphore_mode() const noexcept { return o_.limit > 1; }
     std::string what() const;
     std::string_view refusal() const noexcept
@@ -155,6 +159,7 @@ private:
     asio::steady_timer pause_;             // shutdown()'s
     wait_progress progress_;               // "still waiting" while the lock is busy or the nodes are down
     diagnostics lock_diag_;                // the last attempt's outcome, read by the progress report
+    std::uint32_t earlier_attempts_ = 0;   // a plain exec's try, before the wait whose attempts lock_diag_ counts
     phase phase_ = phase::acquiring;
     int interrupted_ = 0;  // the signal that interrupted the acquisition
     child_process child_;
@@ -283,7 +288,7 @@ void exec_session::describe_quorum() const
                                  (o_.replica_acks > 0 ? ", replica acks " + std::to_string(o_.replica_acks) : "");
     const std::string nodes = std::to_string(client_.size()) + " node(s)";
     if (!semaphore_mode()) {
-        const std::string side = o_.fair ? "" : o_.shared ? " (read side)" : " (write side)";
+        const std::string side = o_.shared ? " (read side)" : "";
         report_.detail("lock '" + o_.key + "'" + side + " on " + nodes + ", quorum " +
                        std::to_string(client_.quorum()) + settings);
         return;
@@ -299,24 +304,20 @@ void exec_session::describe_quorum() const
                        "when the watchdog cannot extend it on every node)");
 }
 
-// The lock (--limit 1): its write side, or with --shared its read side (a fair lock has one side), or one permit of
-// the semaphore; cancelled by a signal through cancel_op_. The write side's key is a plain lock's, so an exec
-// without --shared excludes and is excluded by every lock of the name, and goes before readers once it waits.
+// The lock (--limit 1), or with --shared its read side, or one permit of the semaphore; cancelled by a signal through
+// cancel_op_. A fair lock has no sides.
 asio::awaitable<std::tuple<error_code, held_grant>> exec_session::acquire(const lock_options& lo, diagnostics& diag)
 {
     auto token = asio::bind_cancellation_slot(cancel_op_.slot(), use_tuple);
-    if (!semaphore_mode() && o_.fair) {
+    if (!semaphore_mode() && (o_.fair || !o_.shared)) {
+        if (!o_.fair) co_return co_await acquire_plain(lo, diag);
         mutex m(client_, o_.key, lo);
         auto [ec, held] = co_await m.async_lock(diag, token);
         co_return std::tuple{ec, held_grant(std::move(held))};
     }
     if (!semaphore_mode()) {
         shared_mutex m(client_, o_.key, lo);
-        if (o_.shared) {
-            auto [ec, held] = co_await m.async_lock_shared(diag, token);
-            co_return std::tuple{ec, held_grant(std::move(held))};
-        }
-        auto [ec, held] = co_await m.async_lock(diag, token);
+        auto [ec, held] = co_await m.async_lock_shared(diag, token);
         co_return std::tuple{ec, held_grant(std::move(held))};
     }
     semaphore s(client_, o_.key, o_.limit,
@@ -329,6 +330,46 @@ asio::awaitable<std::tuple<error_code, held_grant>> exec_session::acquire(const 
                  .replica_ack_timeout = lo.replica_ack_timeout});
     auto [ec, held] = co_await s.async_acquire(1, diag, token);
     co_return std::tuple{ec, held_grant(std::move(held))};
+}
+
+// An exec without --shared is the plain lock: a key no reader uses costs it what it always did (SET NX, sleeping
+// until a release message). Readers do not wait for a plain waiter, though, so once it finds them holding it waits
+// as the read-write lock's writer instead: its marks hold back the readers that come after it, or a stream of
+// overlapping readers would keep it out for good. Its key is the plain lock's either way.
+asio::awaitable<std::tuple<error_code, held_grant>> exec_session::acquire_plain(lock_options lo, diagnostics& diag)
+{
+    auto token = asio::bind_cancellation_slot(cancel_op_.slot(), use_tuple);
+    const auto start = clock::now();
+    mutex plain(client_, o_.key, lo);
+    auto [ec, held] = co_await plain.async_try_lock(diag, token);
+    if (!ec || lo.wait == std::chrono::milliseconds(0) || ec == error::invalid_argument ||
+        ec == asio::error::operation_aborted)
+        co_return std::tuple{ec, held_grant(std::move(held))};
+    earlier_attempts_ = diag.waiting().attempts;
+    if (lo.wait != lock_options::wait_forever) {
+        const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - start);
+        lo.wait = std::max(std::chrono::milliseconds(0), lo.wait - waited);
+    }
+    // Only a refusal can name the holder; nodes that did not answer are retried as the plain lock does.
+    if (ec == error::not_acquired && co_await held_by_readers()) {
+        report_.detail("'" + o_.key + "' is held by readers: waiting as its writer, ahead of readers that come later");
+        auto [wec, write] = co_await shared_mutex(client_, o_.key, lo).async_lock(diag, token);
+        co_return std::tuple{wec, held_grant(std::move(write))};
+    }
+    auto [pec, lock] = co_await plain.with_options(lo).async_lock(diag, token);
+    co_return std::tuple{pec, held_grant(std::move(lock))};
+}
+
+// Whether readers hold the key on a node (its value is the read-write lock's marker there). A node that cannot be
+// read counts as not: the plain wait is what an exec does without readers.
+asio::awaitable<bool> exec_session::held_by_readers()
+{
+    diagnostics diag;
+    auto [ec, seen] =
+        co_await mutex(client_, o_.key).async_inspect(diag, asio::bind_cancellation_slot(cancel_op_.slot(), use_tuple));
+    if (ec == asio::error::operation_aborted) co_return false;
+    co_return std::any_of(seen.nodes.begin(), seen.nodes.end(),
+                          [](const node_lock_view& v) { return v.holder == readers_marker; });
 }
 
 asio::awaitable<int> exec_session::run()
@@ -380,7 +421,14 @@ asio::awaitable<int> exec_session::run()
     const std::string taken = semaphore_mode() ? "a permit of '" + o_.key + "'"
                               : o_.shared      ? "the read side of '" + o_.key + "'"
                                                : "'" + o_.key + "'";
-    report_.detail("acquired " + taken + " in " + format_ms(ms_since(lock_start)) +
+    // How it waited: a test or a log tells a wake-up by a release message from a timed retry.
+    const auto& waiting = diag.waiting();
+    const auto attempts = earlier_attempts_ + waiting.attempts;
+    const std::string how = attempts <= 1 ? ""
+                                          : " (" + std::to_string(attempts) + " attempts, " +
+                                                std::to_string(waiting.woken_by_release) + " woken by a release, " +
+                                                std::to_string(waiting.timed_retries) + " timed)";
+    report_.detail("acquired " + taken + " in " + format_ms(ms_since(lock_start)) + how +
                    (semaphore_mode() ? ", permit id " : ", token ") + held_.token() +
                    (held_.fencing_token() != 0 ? ", fencing token " + std::to_string(held_.fencing_token()) : "") +
                    ", valid for " + std::to_string(held_.validity().count()) + " ms");
