@@ -30,8 +30,9 @@ void start_convert(const std::shared_ptr<client_impl>& client, std::string key, 
 /// with a fresh token. Every member may be called from any thread.
 ///
 /// The write side's key is the plain lock's (the name, holding the writer's token), so any plain lock of the same
-/// name (a mutex, plain, fair or reentrant; `redlock exec`; another library's) is a writer too: it excludes readers
-/// and writers and they exclude it, but it does not mark its wait, so readers may keep it waiting.
+/// name (a mutex, plain, fair or reentrant; another library's) is a writer too: it excludes readers and writers and
+/// they exclude it, but it does not mark its wait, so readers may keep it waiting. (`redlock exec` waits as this
+/// lock's writer once it finds readers holding.)
 class shared_mutex {
 public:
     /// `key` is the lock's name; its other keys share its hash slot. No I/O; a bad key or option is reported by the

@@ -13,10 +13,10 @@ namespace po = boost::program_options;
 const std::string_view exec_help = R"(usage: redlock exec [options] -- COMMAND [ARG...]
 
 Runs COMMAND while holding a distributed lock on a quorum of Redis nodes, and releases the lock when
-COMMAND exits, whatever its exit code. As flock(1): without --shared the lock's write side (one holder
-alone), with --shared its read side (any number of --shared holders together, never beside a writer). A
-writer that waits goes before readers that come after it. With --limit N > 1, holds one permit of a
-semaphore instead: up to N commands run at once under the same --key.
+COMMAND exits, whatever its exit code. As flock(1): without --shared a writer (one holder alone), with
+--shared the read side (any number of --shared holders together, never beside a writer). A writer is the
+plain lock; one whose first attempt finds readers holding waits ahead of readers that come after it. With
+--limit N > 1, holds one permit of a semaphore instead: up to N commands run at once under the same --key.
 
 options:
   --nodes URL[,URL...]   Redis nodes (redis://, rediss://, unix://; a Redis Cluster is one node:
@@ -30,9 +30,9 @@ options:
                          exec of the key waits for them, and they for it (doc/locks.md, "Read-write lock")
   --fair                 FIFO order among waiters, across processes and nodes (doc/locks.md)
   --waiter-ttl DURATION  a waiter that stops heartbeating (its process died) stops holding others back
-                         within this time: a waiting writer's mark (readers wait behind it), or with
-                         --fair its place in the queue; default 2s (with --replica-acks, at least four
-                         times the node timeout plus the replica ack timeout)
+                         within this time: the mark of a plain exec waiting for readers (later readers
+                         wait behind it), or with --fair its place in the queue; default 2s (with
+                         --replica-acks, at least four times the node timeout plus the replica ack timeout)
   --fencing              obtain a fencing token: COMMAND gets it in REDLOCK_FENCING_TOKEN (a lock only)
   --no-watchdog          do not extend the lease; COMMAND is stopped before the TTL runs out
   --replica-acks N       a grant, fencing token or extension counts on a node only once N of its replicas
