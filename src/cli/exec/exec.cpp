@@ -351,7 +351,10 @@ asio::awaitable<std::tuple<error_code, held_grant>> exec_session::acquire_plain(
         lo.wait = std::max(std::chrono::milliseconds(0), lo.wait - waited);
     }
     // Only a refusal can name the holder; nodes that did not answer are retried as the plain lock does.
-    if (ec == error::not_acquired && co_await held_by_readers()) {
+    const bool readers = ec == error::not_acquired && co_await held_by_readers();
+    // A signal during the read cancelled only the read: the wait that would follow must not start.
+    if (interrupted_ != 0) co_return std::tuple{make_error_code(asio::error::operation_aborted), held_grant{}};
+    if (readers) {
         report_.detail("'" + o_.key + "' is held by readers: waiting as its writer, ahead of readers that come later");
         auto [wec, write] = co_await shared_mutex(client_, o_.key, lo).async_lock(diag, token);
         co_return std::tuple{wec, held_grant(std::move(write))};
