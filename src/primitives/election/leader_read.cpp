@@ -10,12 +10,20 @@ namespace redlock::detail {
 
 namespace asio = boost::asio;
 
-asio::awaitable<leader_read> read_leader_once(std::shared_ptr<client_impl> client, std::string name, diagnostics* diag)
+asio::awaitable<leader_read> read_leader_once(std::shared_ptr<client_impl> client, std::string name, diagnostics* diag,
+                                              bool connect_first)
 {
     leader_read out;
     out.started = std::chrono::steady_clock::now();
     auto req = std::make_shared<const request>(election_scripts::read_request(name, read_deadline));
-    auto result = co_await read_nodes(client, req, name, election_scripts::classify_read);
+    // Not a conditional expression with a co_await in each branch: g++ 12 miscompiles that (the heap is corrupted).
+    std::shared_ptr<fan_out_state> result;
+    if (connect_first) {
+        result = co_await read_nodes(client, req, name, election_scripts::classify_read);
+    } else {
+        auto& all = client->nodes();
+        result = co_await all.fan_out(req, name, election_scripts::classify_read, all.majority(), until::all_answered);
+    }
     if (result->cancelled) {
         out.ec = make_error_code(asio::error::operation_aborted);
         co_return out;

@@ -21,10 +21,12 @@ struct leader_read {
     std::chrono::steady_clock::time_point started;  ///< when the read was sent: the TTLs count from there
 };
 
-/// Reads every node (connecting first, every answer awaited, each bounded by read_nodes' deadline). `diag` (may be
-/// null) gets each node's outcome.
+/// Reads every node, every answer awaited (each bounded by read_deadline). `connect_first`: a node still connecting is
+/// waited for (its connect timeout), as read_nodes does, so a first read finds every node that is up; without it a node
+/// that is down or reconnecting counts as not answering at once (an observer's later reads: a node down must not delay
+/// each of them by its reconnection backoff). `diag` (may be null) gets each node's outcome.
 boost::asio::awaitable<leader_read> read_leader_once(std::shared_ptr<client_impl> client, std::string name,
-                                                     diagnostics* diag);
+                                                     diagnostics* diag, bool connect_first = true);
 
 /// What is wrong with an election of `name` with options `o` on `client`, or empty.
 std::string invalid_election(const client_impl& client, const std::string& name, const lock_options& o);

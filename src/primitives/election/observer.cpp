@@ -107,7 +107,10 @@ asio::awaitable<next_result> wait_next(std::shared_ptr<observer_state> self, dia
         if (self->need_read || w.woken) {
             w.woken = false;
             self->need_read = false;
-            auto read = co_await read_leader_once(self->client, self->name, diag);
+            // The first read (and one after a read without a quorum) waits for nodes still connecting; the others
+            // do not wait for a node that is down.
+            const bool connect_first = !self->seen.delivered_any || self->failed_reads > 0;
+            auto read = co_await read_leader_once(self->client, self->name, diag, connect_first);
             if (read.ec == asio::error::operation_aborted || self->closed) {
                 self->need_read = true;  // the next call reads again
                 co_return aborted();
