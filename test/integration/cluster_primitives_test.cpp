@@ -275,6 +275,14 @@ BOOST_AUTO_TEST_CASE(redlock_over_independent_deployments_counts_a_cluster_as_on
     run_coro(rig.ctx, [&]() -> asio::awaitable<void> {
         redlock::mutex m(three, key, {.ttl = 5000ms});
         auto lease = co_await m.async_lock(asio::use_awaitable);
+        // The lock completes at 2 of 3 members; the third applies it a moment later.
+        const auto all_hold = [&] {
+            return rig.on_master(key, {"GET", key}) == lease.token() &&
+                   second.master_of_slot(redlock::detail::key_slot(key)).cli({"GET", key}) == lease.token() &&
+                   standalone.cli({"GET", key}) == lease.token();
+        };
+        const auto deadline = std::chrono::steady_clock::now() + 3s;
+        while (!all_hold() && std::chrono::steady_clock::now() < deadline) co_await sleep_for(10ms);
         BOOST_TEST(rig.on_master(key, {"GET", key}) == lease.token());
         BOOST_TEST(second.master_of_slot(redlock::detail::key_slot(key)).cli({"GET", key}) == lease.token());
         BOOST_TEST(standalone.cli({"GET", key}) == lease.token());
