@@ -1,13 +1,15 @@
-// The order of one hash slot's requests across redirects. Pure: the node drives it.
+// The issue order of a node's requests across the servers it sends them to (a Cluster slot's across redirects, a
+// Sentinel master's across failovers). Pure: the node drives it.
 //
-// The node contract: requests of one slot run in the order they were issued. One connection keeps the order of
-// what it is given, so a slot keeps its order as long as all of its requests in flight go to one master: a lane
-// sends its next request to another master only once every request it sent elsewhere has answered. A refused
-// request (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, not sent for want of a connection) did not run; it goes back into
-// the lane at its place by issue number, ahead of every later request not yet sent. Later requests already
-// written to the same master behind it come back refused too when the slot moved (MOVED concerns the whole slot)
-// and are sent again in their order; an ASK or TRYAGAIN concerns keys, so a later request on other keys of the
-// slot may run before the refused one is retried. Requests on the same keys keep their order in every case.
+// The node contract: requests run in the order they were issued (on a Cluster, those of one slot). One connection
+// keeps the order of what it is given, so a lane keeps its order as long as all of its requests in flight go to one
+// server: it sends its next request to another server only once every request it sent elsewhere has answered. A
+// refused request (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, READONLY, not sent for want of a connection) did not run; it
+// goes back into the lane at its place by issue number, ahead of every later request not yet sent. Later requests
+// already written to the same server behind it come back refused too when the slot moved (MOVED concerns the whole
+// slot) or the master was demoted, and are sent again in their order; an ASK or TRYAGAIN concerns keys, so a later
+// request on other keys of the slot may run before the refused one is retried. Requests on the same keys keep their
+// order in every case.
 #pragma once
 
 #include <algorithm>
@@ -20,7 +22,7 @@
 namespace redlock::detail {
 
 template <class Op>
-class slot_lane {
+class issue_lane {
 public:
     /// Queues `op`, issued as number `seq`, behind every waiting request issued before it.
     void wait(std::uint64_t seq, Op op)

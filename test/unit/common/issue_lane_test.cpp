@@ -1,10 +1,10 @@
-// One slot's issue order across redirects: requests in flight at one master at a time, refused ones back at their
-// place.
-#include "cluster/slot_lane.hpp"
+// A lane's issue order across servers (a Cluster slot's across redirects, a Sentinel master's across failovers):
+// requests in flight at one server at a time, refused ones back at their place.
+#include "common/issue_lane.hpp"
 
 #include <boost/test/unit_test.hpp>
 
-using lane = redlock::detail::slot_lane<int>;
+using lane = redlock::detail::issue_lane<int>;
 
 BOOST_AUTO_TEST_CASE(requests_wait_in_issue_order_and_a_refused_one_goes_back_to_its_place)
 {
