@@ -34,6 +34,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -79,6 +80,7 @@ public:
     // run.cpp
     void start_connect(diagnostics* diag, completion handler);
     void close();
+    void set_disconnect_handler(std::function<void(error_code)> handler) { disconnect_handler_ = std::move(handler); }
 
     // exec.cpp
     /// Queues an entry for the writer.
@@ -145,7 +147,8 @@ private:
     boost::asio::steady_timer backoff_timer_;
     std::chrono::milliseconds backoff_{0};
     std::minstd_rand jitter_{std::random_device{}()};
-    waiter_list<> connect_waiters_;  // async_connect calls waiting for the end of an attempt
+    waiter_list<> connect_waiters_;                       // async_connect calls waiting for the end of an attempt
+    std::function<void(error_code)> disconnect_handler_;  // told of the end of each connected session
 
     // connect.cpp
     boost::asio::steady_timer connect_timer_;
