@@ -59,6 +59,21 @@ std::string info_line(const std::string& info, const std::string& name)
     return {};
 }
 
+// Whether `replicas` replicas acknowledge a write of one connection to the master on `port`: a SET, then a WAIT on the
+// same connection (a WAIT from another, say another redis-cli, covers that connection's writes only: none).
+bool acknowledged(std::uint16_t port, std::size_t replicas)
+{
+    const auto n = std::to_string(replicas);
+    raw_client client(port, 500ms);
+    client.write("*3\r\n$3\r\nSET\r\n$20\r\nsentinel_group:probe\r\n$1\r\n1\r\n*3\r\n$4\r\nWAIT\r\n$" +
+                     std::to_string(n.size()) + "\r\n" + n + "\r\n$3\r\n200\r\n",
+                 500ms);
+    boost::system::error_code ec;
+    const auto ok = client.read_until("\r\n", 1000ms, ec);
+    const auto count = client.read_until("\r\n", 1000ms, ec);
+    return !ec && ok == "+OK\r\n" && count == ":" + n + "\r\n";
+}
+
 // 40 hex digits: a Sentinel's run id (`sentinel myid`).
 std::string random_id()
 {
@@ -171,6 +186,13 @@ void sentinel_process::kill()
     while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
     pid_ = -1;
+}
+
+void sentinel_process::restart()
+{
+    kill();
+    launch();
+    wait_ready();
 }
 
 bool sentinel_process::running() const
@@ -299,11 +321,8 @@ void sentinel_group::wait_ready(std::chrono::milliseconds limit)
                 if (info_line(r->cli({"INFO", "replication"}), "master_link_status:") != "up")
                     why = "replica on port " + std::to_string(r->port()) + " has no link to the master yet";
             }
-            if (why.empty() && !live_replicas.empty()) {
-                m.cli({"SET", "sentinel_group:probe", "1"});
-                const auto n = std::to_string(live_replicas.size());
-                if (m.cli({"WAIT", n, "100"}) != n) why = "the replicas do not acknowledge the master's writes yet";
-            }
+            if (why.empty() && !live_replicas.empty() && !acknowledged(m.port(), live_replicas.size()))
+                why = "the replicas do not acknowledge the master's writes yet";
             for (std::size_t i = 0; why.empty() && i < sentinels_.size(); ++i) {
                 auto& s = *sentinels_[i];
                 if (!s.running()) continue;
@@ -364,16 +383,23 @@ redis_node& sentinel_group::kill_master()
     auto& m = master();
     const auto started = steady::now();
     m.kill();
-    wait_switched(m.port(), started);
-    wait_ready();
+    await_failover(m.port(), started);
     return m;
+}
+
+void sentinel_group::await_failover(std::uint16_t old_port, steady::time_point killed_at)
+{
+    wait_switched(old_port, killed_at);
+    wait_ready();
 }
 
 void sentinel_group::failover()
 {
     auto& old = master();
     const auto started = steady::now();
-    const auto reply = sentinels_.at(0)->cli({"SENTINEL", "FAILOVER", master_name()});
+    auto live = std::find_if(sentinels_.begin(), sentinels_.end(), [](const auto& s) { return s->running(); });
+    if (live == sentinels_.end()) fail("failover: no Sentinel is running");
+    const auto reply = (*live)->cli({"SENTINEL", "FAILOVER", master_name()});
     if (reply != "OK") fail("SENTINEL FAILOVER: " + reply);
     wait_switched(old.port(), started);
     make_replica(old, master());

@@ -43,9 +43,10 @@ public:
     std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
     /// One command through redis-cli; its trimmed stdout (as redis_node::cli).
     std::string cli(std::vector<std::string> args) const;
-    void pause();   // SIGSTOP
-    void resume();  // SIGCONT
-    void kill();    // SIGKILL and reap
+    void pause();    // SIGSTOP
+    void resume();   // SIGCONT
+    void kill();     // SIGKILL and reap
+    void restart();  // kill() if running, start again (with the configuration it rewrote), wait_ready()
     bool running() const;
     std::string log_tail(std::size_t lines = 20) const;
 
@@ -87,9 +88,12 @@ public:
     /// SIGKILL of the master; returns once every live Sentinel names another data node and it says ROLE master (the
     /// time that took: failover_time()), then waits for the group to be ready again. The killed node stays down.
     redis_node& kill_master();
-    /// SENTINEL FAILOVER (no agreement needed) through Sentinel 0; returns once every live Sentinel names the new
-    /// master and it says ROLE master, then makes the old master its replica (as the Sentinels would, 8 s later) and
-    /// waits for the group to be ready.
+    /// What kill_master() does after the kill, for a test that kills the master itself (at `killed_at`), perhaps on
+    /// another thread than this call.
+    void await_failover(std::uint16_t old_port, std::chrono::steady_clock::time_point killed_at);
+    /// SENTINEL FAILOVER (no agreement needed) through the first live Sentinel; returns once every live Sentinel names
+    /// the new master and it says ROLE master, then makes the old master its replica (as the Sentinels would, 8 s
+    /// later) and waits for the group to be ready.
     void failover();
     /// How long the last kill_master() or failover() took until every Sentinel named the new master.
     std::chrono::milliseconds failover_time() const { return failover_time_; }
