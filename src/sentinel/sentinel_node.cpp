@@ -481,6 +481,7 @@ private:
 
     void pass_succeeded()
     {
+        misconfigured_ = false;
         discover_failures_ = 0;
         last_failure_.clear();
         complete_connect_waiters({}, {});
@@ -500,10 +501,10 @@ private:
         last_failure_ = notes.empty() ? ec.message() : joined(notes);
         complete_connect_waiters(ec, last_failure_);
         flush_pending_subscribes();
-        if (ec == error::invalid_argument && !ever_found_) {
-            // A URL that names no Sentinel or no master: requests waiting for a first master fail as it does.
-            lane_.drain([&](const op_ptr& op) { finish(op, ec); });
-        }
+        // A URL that names no Sentinel or no master: requests waiting for a first master fail as it does, and so do
+        // the next ones until a pass finds one.
+        misconfigured_ = ec == error::invalid_argument && !ever_found_;
+        if (misconfigured_) lane_.drain([&](const op_ptr& op) { finish(op, ec); });
         auto delay = config_.reconnect_min_delay * (1 << std::min(discover_failures_++, 10));
         delay = std::min(delay, std::max(config_.reconnect_max_delay, config_.reconnect_min_delay));
         backoff_pending_ = true;
@@ -672,6 +673,11 @@ private:
                 wake_at(op, op->not_before);
                 return;
             }
+            if (!master_ && misconfigured_) {
+                lane_.drain([&](const op_ptr& waiting) { finish(waiting, error::invalid_argument); });
+                request_discovery(false);  // the URL may name a Sentinel that is being set up
+                return;
+            }
             if (!master_) {
                 request_discovery(false);  // a pass runs or follows its backoff: it pumps when it finds one
                 return;
@@ -784,6 +790,7 @@ private:
         if (channels.empty()) return done->complete(error::invalid_argument);
         auto link = master_;
         if (!link) {
+            if (misconfigured_) return done->complete(error::invalid_argument);
             if (!may_wait) return done->complete(error::not_connected);
             // No master now: subscribe once the pass under way (or the next) ends, successful or not.
             pending_subscribes_.push_back(pending_subscribe{std::move(channels), diag, std::move(done)});
@@ -861,6 +868,7 @@ private:
     std::optional<server_address> hint_;  // the new master of a +switch-master, tried first
     std::uint64_t next_generation_ = 0;
     bool ever_found_ = false;
+    bool misconfigured_ = false;       // the last pass failed for the URL (no Sentinel, no such master), none found yet
     std::size_t refused_masters_ = 0;  // masters a Sentinel named that ROLE refused
 
     bool discovering_ = false;

@@ -275,6 +275,8 @@ BOOST_AUTO_TEST_CASE(a_seed_that_is_no_sentinel_or_an_unknown_master_fails_the_c
         redlock::response resp;
         auto [exec_ec] = co_await not_sentinel.async_exec(req, resp, use_tuple);
         BOOST_TEST(exec_ec == error::invalid_argument, exec_ec.message());
+        auto [again_ec] = co_await not_sentinel.async_exec(req, resp, use_tuple);
+        BOOST_TEST(again_ec == error::invalid_argument, again_ec.message());
 
         auto [ec2] = co_await unknown_name.async_connect(diag, use_tuple);
         BOOST_TEST(ec2 == error::invalid_argument, ec2.message());
