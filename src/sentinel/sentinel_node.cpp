@@ -76,6 +76,15 @@ struct sentinel_master_link {
     connection conn;
 };
 
+/// The +switch-master subscription on one Sentinel. `conn` is set and reset on the strand, under the node's mutex
+/// (which close() takes to close it from any thread).
+struct sentinel_watch {
+    sentinel_watch(const asio::any_io_executor& strand, server_address a) : at(std::move(a)), wakeup(strand) {}
+    server_address at;
+    std::shared_ptr<connection> conn;
+    asio::steady_timer wakeup;  // a condition variable: the connection dropped, or the node closed
+};
+
 /// One async_exec: the caller's request and reply, where it stands, its deadline.
 struct sentinel_exec {
     sentinel_exec(const asio::any_io_executor& strand, const request& r, response& out, node::completion handler,
@@ -107,8 +116,7 @@ public:
           name_(config.to_string()),
           sentinels_(seeds_of(config)),
           backoff_timer_(strand_),
-          handler_box_(std::make_shared<handler_box>()),
-          watch_wakeup_(strand_)
+          handler_box_(std::make_shared<handler_box>())
     {}
 
     const std::string& name() const { return name_; }
@@ -117,7 +125,7 @@ public:
     {
         asio::post(strand_, [self = shared_from_this()] {
             self->request_discovery(true);
-            asio::co_spawn(self->strand_, self->watch(), [self](std::exception_ptr) {});
+            self->watch_all(self->sentinels_.in_order());
         });
     }
 
@@ -214,7 +222,8 @@ public:
             std::lock_guard lock(mutex_);
             if (master_) master_->conn.close();  // in flight: error::closed
             for (auto* probe : probes_) probe->close();
-            if (watch_conn_) watch_conn_->close();
+            for (auto& w : watches_)
+                if (w->conn) w->conn->close();
         }
         asio::post(strand_, [self = shared_from_this()] { self->close_on_strand(); });
     }
@@ -370,11 +379,11 @@ private:
     asio::awaitable<master_answer> ask(const server_address& at, std::vector<std::string>& notes, error_code& last)
     {
         const auto who = address_text(at);
-        std::shared_ptr<connection> conn;
-        if (watch_conn_ && watch_at_ == at && watch_conn_->state() == connection_state::connected)
-            conn = watch_conn_;  // the watch's subscribed connection takes commands too (RESP3)
-        else
-            conn = std::make_shared<connection>(io_, config_of(at, true));
+        // The watch's subscribed connection takes commands too (RESP3); else one for this question.
+        std::shared_ptr<connection> watching;
+        for (const auto& w : watches_)
+            if (w->at == at && w->conn && w->conn->state() == connection_state::connected) watching = w->conn;
+        auto conn = watching ? watching : std::make_shared<connection>(io_, config_of(at, true));
         probe_guard guard(*this, *conn);
         diagnostics diag;
         master_answer answer;
@@ -391,7 +400,7 @@ private:
         req.set_timeout(config_.connect_timeout);
         response resp;
         auto [ec] = co_await conn->async_exec(req, resp, use_tuple);
-        if (conn != watch_conn_) conn->close();
+        if (conn != watching) conn->close();
         if (resp.size() != 2) {
             last = ec ? ec : make_error_code(error::protocol_error);
             notes.push_back("sentinel " + who + ": " + last.message());
@@ -400,7 +409,7 @@ private:
         answer = read_master_answer(resp[0]);
         switch (answer.what) {
             case master_answer::kind::address:
-                sentinels_.learn(read_sentinels(resp[1]));
+                watch_all(sentinels_.learn(read_sentinels(resp[1])));
                 break;
             case master_answer::kind::unknown_master:
                 last = error::invalid_argument;
@@ -563,6 +572,7 @@ private:
     {
         if (closed_ || change.master != config_.sentinel_master) return;
         if (master_up() && master_->address == change.to) return;
+        if (hint_ == change.to) return;  // another Sentinel's word for the switch under way
         hint_ = change.to;
         if (master_) retire(take_master());
         request_discovery(true);
@@ -589,17 +599,26 @@ private:
 
     // --- the +switch-master watch ----------------------------------------------------------------------------
 
-    // Keeps one Sentinel connection subscribed to +switch-master; when it drops, subscribes on the next Sentinel
-    // and asks for the master again (a switch may have been missed meanwhile).
-    asio::awaitable<void> watch()
+    // Starts watching each Sentinel in `sentinels` (those known when the node starts, then each one learnt).
+    void watch_all(const std::vector<server_address>& sentinels)
     {
-        std::size_t next = 0;
+        for (const auto& at : sentinels) {
+            auto w = std::make_shared<sentinel_watch>(strand_, at);
+            watches_.push_back(w);
+            asio::co_spawn(strand_, watch(w), [self = shared_from_this()](std::exception_ptr) {});
+        }
+    }
+
+    // Keeps a connection to one Sentinel subscribed to +switch-master: every Sentinel the node knows has one, so the
+    // first to publish a switch (the leader of the failover; the others follow it a moment later) is heard at once.
+    // When the connection drops, it subscribes again after a backoff, then asks for the master again (a switch may
+    // have been missed meanwhile).
+    asio::awaitable<void> watch(std::shared_ptr<sentinel_watch> w)
+    {
         int failures = 0;
         bool first = true;
         while (!closed_) {
-            const auto order = sentinels_.in_order();
-            const auto at = order[next % order.size()];
-            auto conn = std::make_shared<connection>(io_, config_of(at, true));
+            auto conn = std::make_shared<connection>(io_, config_of(w->at, true));
             conn->set_message_handler([weak = weak_from_this()](std::string_view channel, std::string_view payload) {
                 if (channel != switch_master_channel) return;
                 auto change = read_switch_master(payload);
@@ -607,14 +626,13 @@ private:
                 if (!change || !self) return;
                 asio::post(self->strand_, [self, change = *std::move(change)] { self->on_switch(change); });
             });
-            conn->set_disconnect_handler([weak = weak_from_this()](error_code) {
-                if (auto self = weak.lock()) asio::post(self->strand_, [self] { self->watch_wakeup_.cancel(); });
+            conn->set_disconnect_handler([weak = weak_from_this(), w](error_code) {
+                if (auto self = weak.lock()) asio::post(self->strand_, [w] { w->wakeup.cancel(); });
             });
             {
                 std::lock_guard lock(mutex_);
                 if (closed_) break;
-                watch_conn_ = conn;
-                watch_at_ = at;
+                w->conn = conn;
             }
             diagnostics diag;
             auto [connect_ec] = co_await conn->async_connect(diag, use_tuple);
@@ -626,25 +644,24 @@ private:
                 auto [subscribe_ec] = co_await conn->async_exec(subscribe, use_tuple);
                 ec = subscribe_ec;
             }
-            ++next;  // when this one drops or fails, the next Sentinel
             if (!ec) {
                 failures = 0;
                 if (!first) request_discovery(true);
                 first = false;
                 while (!closed_ && conn->state() == connection_state::connected) {
-                    watch_wakeup_.expires_at(clock::time_point::max());
-                    co_await watch_wakeup_.async_wait(use_tuple);
+                    w->wakeup.expires_at(clock::time_point::max());
+                    co_await w->wakeup.async_wait(use_tuple);
                 }
             } else {
-                // After a pause: every Sentinel may be down.
+                // Down, or no Sentinel: again after the connection backoff.
                 const auto delay = config_.reconnect_min_delay * (1 << std::min(failures++, 10));
-                watch_wakeup_.expires_after(
+                w->wakeup.expires_after(
                     jittered(std::min(delay, std::max(config_.reconnect_max_delay, config_.reconnect_min_delay))));
-                co_await watch_wakeup_.async_wait(use_tuple);
+                co_await w->wakeup.async_wait(use_tuple);
             }
             {
                 std::lock_guard lock(mutex_);
-                watch_conn_.reset();
+                w->conn.reset();
             }
             conn->close();
         }
@@ -849,7 +866,7 @@ private:
     void close_on_strand()
     {
         backoff_timer_.cancel();
-        watch_wakeup_.cancel();
+        for (auto& w : watches_) w->wakeup.cancel();
         complete_connect_waiters(error::closed, "closed");
         auto pending = std::move(pending_subscribes_);
         pending_subscribes_.clear();
@@ -889,15 +906,13 @@ private:
         channel_homes_;  // channel -> the link generation it is subscribed at (0: none)
     std::vector<pending_subscribe> pending_subscribes_;
 
-    asio::steady_timer watch_wakeup_;  // the watch's condition variable: its connection dropped, or the node closed
+    std::vector<std::shared_ptr<sentinel_watch>> watches_;  // one per Sentinel known
 
     mutable std::mutex mutex_;  // what other threads read or close: the links below, the usage
     link_ptr master_;
     std::uint32_t last_version_ = 0;
     usage retired_usage_;
     std::set<connection*> probes_;
-    std::shared_ptr<connection> watch_conn_;
-    server_address watch_at_;
 };
 
 sentinel_node::sentinel_node(const asio::any_io_executor& ex, const node_config& config)

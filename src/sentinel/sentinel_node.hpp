@@ -2,7 +2,7 @@
 // is, sends every request over one pipelined connection to it, and follows its failovers. One idea per file:
 //   sentinel_replies.*  what Sentinels and masters answer (the master's address, other Sentinels, ROLE,
 //                       +switch-master, READONLY / LOADING / MASTERDOWN), and the order to ask the Sentinels in
-//   sentinel_node.*     the node: discovery, the master's link, the +switch-master watch, requests in issue order
+//   sentinel_node.*     the node: discovery, the master's link, the +switch-master watches, requests in issue order
 //                       across failovers (common/issue_lane.hpp), subscriptions moved to each new master
 #pragma once
 
@@ -19,7 +19,8 @@ namespace redlock::detail {
 class sentinel_state;
 
 /// The node of a `redis+sentinel://` or `rediss+sentinel://` configuration (config.sentinel). It starts asking the
-/// Sentinels at once and keeps a subscription to `+switch-master` on one of them.
+/// Sentinels at once and keeps a subscription to `+switch-master` on each Sentinel it knows (the URL's and those they
+/// name), so that it hears of a failover from the first Sentinel that publishes it.
 ///
 /// The master is used only once ROLE, its first request on a fresh connection, says "master": a Sentinel's answer
 /// may be stale (it names a server demoted since), and such an answer is refused and another Sentinel asked. The node

@@ -140,13 +140,13 @@ void sentinel_list::answered(const server_address& address)
     }
 }
 
-std::size_t sentinel_list::learn(const std::vector<server_address>& addresses)
+std::vector<server_address> sentinel_list::learn(const std::vector<server_address>& addresses)
 {
-    std::size_t added = 0;
+    std::vector<server_address> added;
     for (const auto& address : addresses) {
         if (std::find(order_.begin(), order_.end(), address) != order_.end()) continue;
         order_.push_back(address);
-        ++added;
+        added.push_back(address);
     }
     return added;
 }

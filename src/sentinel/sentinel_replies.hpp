@@ -59,8 +59,8 @@ public:
     const std::vector<server_address>& in_order() const noexcept { return order_; }
     /// Moves `address` to the front (it is asked first next time).
     void answered(const server_address& address);
-    /// Appends the addresses not known yet; returns how many.
-    std::size_t learn(const std::vector<server_address>& addresses);
+    /// Appends the addresses not known yet; returns them.
+    std::vector<server_address> learn(const std::vector<server_address>& addresses);
 
 private:
     std::vector<server_address> order_;

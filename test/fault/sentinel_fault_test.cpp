@@ -157,8 +157,14 @@ BOOST_AUTO_TEST_CASE(a_counter_stays_exact_through_a_killed_master_with_one_repl
     killed.kill();
     restore.node = &killed;
     const auto killed_at = std::chrono::system_clock::now();
-    group.await_failover(killed.port(), steady::now());
+    const auto killed_steady = steady::now();
+    group.await_failover(killed.port(), killed_steady);
     const auto failover = group.failover_time();
+    // Settled: the master the Sentinels name has every live replica acknowledging. Later than the switch when the
+    // Sentinels fail over a second time (seen here under load with failover-timeout 3 s: a second replica promoted,
+    // the first left a master without replicas until the Sentinels make it one, some 10 s later); grants with acks
+    // wait for that.
+    const auto settled = std::chrono::duration_cast<ms>(steady::now() - killed_steady);
 
     const auto deadline = steady::now() + 90s;
     for (int w = 0; w < workers; ++w) {
@@ -184,8 +190,11 @@ BOOST_AUTO_TEST_CASE(a_counter_stays_exact_through_a_killed_master_with_one_repl
     BOOST_TEST_REQUIRE(next.has_value(), "no grant after the kill");
     const auto next_ms = (*next - kill_ns) / 1'000'000;
     BOOST_TEST_MESSAGE("killed master under load: Sentinels switched after "
-                       << failover.count() << " ms, next grant after " << next_ms << " ms");
-    BOOST_TEST(next_ms < failover.count() + 5000 + 1000);  // + the TTL of a lock held at the kill, + 1 s
+                       << failover.count() << " ms, settled after " << settled.count() << " ms, next grant after "
+                       << next_ms << " ms");
+    // The switch, then the TTL of a lock held at the kill (its release could not reach a master), or the settling;
+    // + 1 s.
+    BOOST_TEST(next_ms < std::max<long long>(failover.count() + 5000, settled.count()) + 1000);
     std::error_code ignored;
     std::filesystem::remove_all(dir, ignored);
 }
@@ -235,23 +244,25 @@ BOOST_AUTO_TEST_CASE(a_lock_is_granted_soon_after_a_failover_and_a_waiter_resume
             }
         }
         BOOST_TEST_REQUIRE(granted.has_value());
-        BOOST_TEST(!resumed.has_value());  // the holder's key survived at the promoted replica
-        BOOST_TEST(group.master().cli({"GET", "sentinel:handoff"}) == lease.token());
-        // Released at the new master as soon as it grants.
-        const auto released = steady::now();
-        co_await lease.async_release(asio::use_awaitable);
-        while (!resumed && steady::now() - released < 10s) co_await sleep_for(5ms);
+        // Released once the deployment settled (the waiter's grant needs a replica's acknowledgement; see the test
+        // above for a second failover that delays it).
         while (!kill.done()) co_await sleep_for(20ms);
         BOOST_TEST_REQUIRE(kill.join().empty());
+        const auto settled = steady::now();
         const auto failover = group.failover_time();
-        BOOST_TEST_MESSAGE("killed master: Sentinels switched after " << failover.count() << " ms, next grant after "
-                                                                      << ms_between(killed_at, *granted) << " ms");
+        BOOST_TEST_MESSAGE("killed master: Sentinels switched after "
+                           << failover.count() << " ms, settled after " << ms_between(killed_at, settled)
+                           << " ms, next grant after " << ms_between(killed_at, *granted) << " ms");
         BOOST_TEST(ms_between(killed_at, *granted) < failover.count() + 1000);
+        BOOST_TEST(!resumed.has_value());  // the holder's key survived at the promoted replica
+        BOOST_TEST(group.master().cli({"GET", "sentinel:handoff"}) == lease.token());
+        const auto released = steady::now();
+        auto [release_ec] = co_await lease.async_release(use_tuple);
+        BOOST_TEST(!release_ec, release_ec.message());
+        while (!resumed && steady::now() - released < 10s) co_await sleep_for(5ms);
         BOOST_TEST_REQUIRE(resumed.has_value());
-        BOOST_TEST_MESSAGE("the waiter resumed " << ms_between(released, *resumed) << " ms after the release, "
-                                                 << ms_between(killed_at, *resumed) << " ms after the kill");
+        BOOST_TEST_MESSAGE("the waiter resumed " << ms_between(released, *resumed) << " ms after the release");
         BOOST_TEST(ms_between(released, *resumed) < 1000);
-        BOOST_TEST(ms_between(killed_at, *resumed) < failover.count() + 1000);
     });
 }
 
@@ -262,22 +273,24 @@ BOOST_AUTO_TEST_CASE(a_request_in_flight_at_the_old_master_fails_within_its_dead
 {
     auto& group = the_group();
     asio::io_context ctx;
-    redlock::redis store(ctx.get_executor(), sentinel_config(group.url()));
+    auto config = sentinel_config(group.url());
+    config.health_check_timeout = 20s;  // only the switch, or the deadline, may end the stalled request
+    redlock::redis store(ctx.get_executor(), config);
     auto& old = group.master();
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         co_await store.async_connect(asio::use_awaitable);
-        old.cli({"CLIENT", "PAUSE", "5000", "WRITE"});
+        old.cli({"CLIENT", "PAUSE", "8000", "WRITE"});
         redlock::request stalled;
         stalled.push("SET", "sentinel:stalled", "old");
-        stalled.set_timeout(4500ms);
+        stalled.set_timeout(6000ms);
         redlock::response resp;
         const auto sent = steady::now();
         side_thread failover([&] { group.failover(); });
         auto [ec] = co_await store.async_exec(stalled, resp, use_tuple);
         const auto took = ms_between(sent, steady::now());
         BOOST_TEST_MESSAGE("the stalled request failed after " << took << " ms: " << ec.message());
-        BOOST_TEST(ec == error::connection_lost, ec.message());  // the switch, not the 4.5 s deadline (timeout)
-        BOOST_TEST(took < 4500);
+        BOOST_TEST(ec == error::connection_lost, ec.message());  // the switch, not the 6 s deadline (timeout)
+        BOOST_TEST(took < 6000);
         while (!failover.done()) co_await sleep_for(20ms);
         BOOST_TEST_REQUIRE(failover.join().empty());
         BOOST_TEST(group.master().port() != old.port());
@@ -286,6 +299,7 @@ BOOST_AUTO_TEST_CASE(a_request_in_flight_at_the_old_master_fails_within_its_dead
         auto [next_ec] = co_await store.async_exec(next, resp, use_tuple);
         BOOST_TEST(!next_ec, next_ec.message());
     });
+    old.cli({"CLIENT", "UNPAUSE"});  // a replica now, which a later failover may promote
     BOOST_TEST(group.master().cli({"GET", "sentinel:after-switch"}) == "new");
 }
 
