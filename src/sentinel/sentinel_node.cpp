@@ -604,7 +604,10 @@ private:
     {
         for (const auto& at : sentinels) {
             auto w = std::make_shared<sentinel_watch>(strand_, at);
-            watches_.push_back(w);
+            {
+                std::lock_guard lock(mutex_);  // close() reads the list from any thread
+                watches_.push_back(w);
+            }
             asio::co_spawn(strand_, watch(w), [self = shared_from_this()](std::exception_ptr) {});
         }
     }
@@ -906,13 +909,12 @@ private:
         channel_homes_;  // channel -> the link generation it is subscribed at (0: none)
     std::vector<pending_subscribe> pending_subscribes_;
 
-    std::vector<std::shared_ptr<sentinel_watch>> watches_;  // one per Sentinel known
-
     mutable std::mutex mutex_;  // what other threads read or close: the links below, the usage
     link_ptr master_;
     std::uint32_t last_version_ = 0;
     usage retired_usage_;
     std::set<connection*> probes_;
+    std::vector<std::shared_ptr<sentinel_watch>> watches_;  // one per Sentinel known; read on the strand, or locked
 };
 
 sentinel_node::sentinel_node(const asio::any_io_executor& ex, const node_config& config)

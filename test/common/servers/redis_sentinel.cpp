@@ -423,16 +423,21 @@ void sentinel_group::restore(redis_node& node)
     wait_ready();
 }
 
-void sentinel_group::fail(const std::string& what) const
+std::string sentinel_group::log_tails(std::size_t lines) const
 {
     std::string logs;
     for (const auto& n : data_)
-        logs +=
-            "\n--- data port " + std::to_string(n->port()) + (n->running() ? "" : " (down)") + ":\n" + n->log_tail(6);
+        logs += "\n--- data port " + std::to_string(n->port()) + (n->running() ? "" : " (down)") + ":\n" +
+                n->log_tail(lines);
     for (const auto& s : sentinels_)
         logs += "\n--- sentinel port " + std::to_string(s->port()) + (s->running() ? "" : " (down)") + ":\n" +
-                s->log_tail(10);
-    throw std::runtime_error("sentinel_group: " + what + logs);
+                s->log_tail(lines);
+    return logs;
+}
+
+void sentinel_group::fail(const std::string& what) const
+{
+    throw std::runtime_error("sentinel_group: " + what + log_tails(8));
 }
 
 }  // namespace redlock::test

@@ -104,6 +104,9 @@ public:
     /// live replica and Sentinel, and the live replicas acknowledge its writes (WAIT); throws after `limit`.
     void wait_ready(std::chrono::milliseconds limit = std::chrono::seconds(15));
 
+    /// The last lines of every process's log, for a test's message when something took long.
+    std::string log_tails(std::size_t lines = 10) const;
+
 private:
     [[noreturn]] void fail(const std::string& what) const;
     redis_node* node_on_port(std::uint16_t port);
