@@ -1,15 +1,15 @@
-// The issue order of a node's requests across the servers it sends them to (a Cluster slot's across redirects, a
-// Sentinel master's across failovers). Pure: the node drives it.
+// The issue order of a node's requests across the servers it sends them to: a Sentinel master's across failovers
+// (src/cluster/slot_lane.hpp is a Cluster slot's across redirects, the same idea; the two may become one). Pure: the
+// node drives it.
 //
-// The node contract: requests run in the order they were issued (on a Cluster, those of one slot). One connection
-// keeps the order of what it is given, so a lane keeps its order as long as all of its requests in flight go to one
-// server: it sends its next request to another server only once every request it sent elsewhere has answered. A
-// refused request (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, READONLY, not sent for want of a connection) did not run; it
-// goes back into the lane at its place by issue number, ahead of every later request not yet sent. Later requests
-// already written to the same server behind it come back refused too when the slot moved (MOVED concerns the whole
-// slot) or the master was demoted, and are sent again in their order; an ASK or TRYAGAIN concerns keys, so a later
-// request on other keys of the slot may run before the refused one is retried. Requests on the same keys keep their
-// order in every case.
+// The node contract: requests run in the order they were issued. One connection keeps the order of what it is
+// given, so a lane keeps its order as long as all of its requests in flight go to one server: it sends its next
+// request to another server only once every request it sent elsewhere has answered. A refused request (READONLY,
+// LOADING, not sent for want of a connection) did not run; it goes back into the lane at its place by issue number,
+// ahead of every later request not yet sent. But a later request written behind it to the same server may have run
+// (a read a demoted master still serves): the lane remembers the latest request that reached a server unrefused, and
+// a refused request is sent again only if none issued after it ran (`later_ran`); otherwise its refusal is its
+// answer.
 #pragma once
 
 #include <algorithm>
@@ -61,6 +61,11 @@ public:
         if (in_flight_ > 0) --in_flight_;
     }
     std::size_t in_flight() const noexcept { return in_flight_; }
+
+    /// The request issued as `seq` reached its server and may have run (its answer was no refusal).
+    void ran(std::uint64_t seq) noexcept { ran_below_ = std::max(ran_below_, seq + 1); }
+    /// Whether a request issued after `seq` may have run: the refused `seq`, sent again, would run after it.
+    bool later_ran(std::uint64_t seq) const noexcept { return ran_below_ > seq + 1; }
     bool idle() const noexcept { return in_flight_ == 0 && waiting_.empty(); }
 
     /// Empties the lane (the node closed), handing each waiting request to `f`.
@@ -77,6 +82,7 @@ private:
     std::deque<entry> waiting_;
     std::string target_;
     std::size_t in_flight_ = 0;
+    std::uint64_t ran_below_ = 0;  // one past the issue number of the latest request that ran
 };
 
 }  // namespace redlock::detail

@@ -101,6 +101,7 @@ struct sentinel_exec {
     asio::cancellation_signal cancel;
     pending_completion<> completion;
     unsigned retries = 0;
+    error_code refusal;  // why it was queued again: not_connected, or server_error (READONLY...) with it in `resp`
     bool in_flight = false;
     bool timed_out = false;
     bool done = false;
@@ -703,6 +704,13 @@ private:
                 return;
             }
             if (!lane_.may_send_to(master_->key)) return;  // earlier requests are in flight at a master left
+            if (op->refusal && lane_.later_ran(op->seq)) {
+                // A later request, in flight when this one was refused, ran since: sent now, this one would run
+                // after it.
+                auto refused = lane_.take_front();
+                finish(refused, refused->refusal);
+                continue;
+            }
             lane_.sent_to(master_->key);
             send(lane_.take_front(), master_);
         }
@@ -733,6 +741,9 @@ private:
     {
         op->in_flight = false;
         lane_.answered();
+        const bool refused =
+            ec == error::not_connected || (ec == error::server_error && not_master_refusal(*op->resp) != nullptr);
+        if (!refused) lane_.ran(op->seq);  // it reached a master: it may have run (a timeout, a lost connection too)
         if (op->timed_out) {
             finish(op, error::timeout);
         } else if (closed_) {
@@ -764,9 +775,10 @@ private:
         const auto now = clock::now();
         op->not_before = op->retries == 0 ? now : now + backoff(op->retries);
         ++op->retries;
-        // A retry that cannot start before the deadline: the refusal is the answer.
-        if (op->not_before >= op->deadline) return false;
-        op->resp->clear();
+        // A retry that cannot start before the deadline, or would run after a later request that ran: the refusal
+        // is the answer. (pump checks the second again when it is about to send it.)
+        if (op->not_before >= op->deadline || lane_.later_ran(op->seq)) return false;
+        op->refusal = ec;
         lane_.wait(op->seq, op);
         return true;
     }
@@ -848,7 +860,8 @@ private:
             by_slot[key_slot(channel)].push_back(channel);
             home = 0;
         }
-        for (auto& [slot, group] : by_slot) {
+        for (auto& slot_channels : by_slot) {
+            auto& group = slot_channels.second;
             auto diag = std::make_shared<diagnostics>();
             link->conn.async_subscribe(
                 group, *diag,

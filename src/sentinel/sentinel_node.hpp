@@ -27,9 +27,10 @@ class sentinel_state;
 /// asks the Sentinels again when one of them publishes `+switch-master` for its master (it then tries the new address
 /// first), when the master's connection drops (it does not reconnect on its own to the same address) and when a
 /// request is refused with READONLY, LOADING or MASTERDOWN (the request did not write: it is sent again to the master
-/// found, within its deadline). A request sent to a master that the node leaves fails with error::connection_lost (it
-/// may have run); a request that finds no master waits for one until its deadline (error::timeout). Requests keep
-/// their issue order across masters: none goes to a new master before every one sent to the old one answered.
+/// found, within its deadline, unless a request issued after it ran meanwhile). A request sent to a master that the
+/// node leaves fails with error::connection_lost (it may have run); a request that finds no master waits for one until
+/// its deadline (error::timeout). Requests keep their issue order across masters: none goes to a new master before
+/// every one sent to the old one answered.
 std::unique_ptr<node> make_sentinel_node(const boost::asio::any_io_executor& ex, const node_config& config);
 
 class sentinel_node final : public node {

@@ -307,6 +307,39 @@ BOOST_AUTO_TEST_CASE(a_request_in_flight_at_the_old_master_fails_within_its_dead
     BOOST_TEST(group.master().cli({"GET", "sentinel:after-switch"}) == "new");
 }
 
+// The master is demoted behind the Sentinels' back (REPLICAOF a dead port): a write is refused with READONLY, and the
+// node, rather than fail it with the refusal, leaves that server, asks the Sentinels again, refuses their answer by
+// ROLE (slave) and holds the write until its deadline. Promoted again (REPLICAOF NO ONE), it is found and used.
+BOOST_AUTO_TEST_CASE(a_master_that_answers_readonly_is_left_and_taken_back_once_role_says_master)
+{
+    auto& group = the_group();
+    asio::io_context ctx;
+    redlock::redis store(ctx.get_executor(), sentinel_config(group.url()));
+    auto& master = group.master();
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await store.async_connect(asio::use_awaitable);
+        const auto refused_before = master.command_stat("set", "rejected_calls");
+        master.cli({"REPLICAOF", "127.0.0.1", std::to_string(pick_free_port())});
+        redlock::request write;
+        write.push("SET", "sentinel:demoted", "x");
+        write.set_timeout(800ms);
+        redlock::response resp;
+        const auto sent = steady::now();
+        auto [ec] = co_await store.async_exec(write, resp, use_tuple);
+        BOOST_TEST(ec == error::timeout, ec.message());  // not server_error: READONLY was no answer to give
+        BOOST_TEST(ms_between(sent, steady::now()) < 1500);
+        // Refused once (READONLY), never sent there again.
+        BOOST_TEST(master.command_stat("set", "rejected_calls") - refused_before == 1);
+        BOOST_TEST(master.command_stat("role") >= 1);
+        master.cli({"REPLICAOF", "NO", "ONE"});
+        write.set_timeout(3000ms);
+        auto [again] = co_await store.async_exec(write, resp, use_tuple);
+        BOOST_TEST(!again, again.message());
+    });
+    BOOST_TEST(master.cli({"GET", "sentinel:demoted"}) == "x");
+    group.wait_ready();
+}
+
 // A Sentinel whose view is stale names a server that is no master now (here one that monitors a replica of its own,
 // which no other Sentinel knows, so it never learns better). With another Sentinel in the URL the node refuses that
 // answer by ROLE and reaches the master through the other; with the stale one alone it does not connect, and sends

@@ -1,5 +1,5 @@
-// A lane's issue order across servers (a Cluster slot's across redirects, a Sentinel master's across failovers):
-// requests in flight at one server at a time, refused ones back at their place.
+// A Sentinel node's issue order across masters: requests in flight at one master at a time, refused ones back at
+// their place unless a later one ran.
 #include "common/issue_lane.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -48,4 +48,16 @@ BOOST_AUTO_TEST_CASE(a_request_whose_deadline_passed_leaves_the_lane)
     l.drain([&](int op) { drained.push_back(op); });
     BOOST_TEST((drained == std::vector<int>{10}));
     BOOST_TEST(l.idle());
+}
+
+BOOST_AUTO_TEST_CASE(a_refused_request_may_go_again_only_while_no_later_one_ran)
+{
+    lane l;
+    BOOST_TEST(!l.later_ran(3));
+    l.ran(3);  // 3 itself ran: nothing later
+    BOOST_TEST(!l.later_ran(3));
+    BOOST_TEST(l.later_ran(2));  // 2 refused, 3 ran behind it
+    l.ran(1);                    // an earlier answer changes nothing
+    BOOST_TEST(l.later_ran(2));
+    BOOST_TEST(!l.later_ran(4));
 }
