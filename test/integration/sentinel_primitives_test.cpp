@@ -1,8 +1,8 @@
 // Every primitive on a real Sentinel deployment (a master, two replicas, three Sentinels) through a
 // redis+sentinel:// node: each test checks what the primitive stored on the master the Sentinels name, so a node
 // that talked to another server (a replica, the first seed itself) fails here. Then the CLI with a sentinel URL in
-// --nodes and in $REDLOCK_NODES, and the connect errors of a wrong URL. One deployment serves the whole file, never
-// failed over: the tests use keys of their own.
+// --nodes and in $REDLOCK_NODES (exec with --replica-acks 1, status, throttle), and the connect errors of a wrong URL.
+// One deployment serves the whole file, never failed over: the tests use keys of their own.
 #include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -249,6 +249,15 @@ BOOST_AUTO_TEST_CASE(the_cli_runs_exec_with_a_sentinel_url_in_nodes_and_in_the_e
                                                 30s);
     BOOST_TEST(env.exit_code == 0, env.err);
     BOOST_TEST(env.out == "inside\n");
+
+    // status and throttle take the same URL as one node.
+    const auto status =
+        redlock::test::run_command({cli, "status", "--nodes", group.url(), "--key", "sentinel:cli"}, 30s);
+    BOOST_TEST(status.exit_code == 0, status.err);
+    BOOST_TEST(status.out.find(group.url_of(0)) != std::string::npos, status.out);
+    const auto throttle = redlock::test::run_command(
+        {cli, "throttle", "--nodes", group.url(), "--key", "sentinel:cli-rate", "--rate", "100/s", "--", "true"}, 30s);
+    BOOST_TEST(throttle.exit_code == 0, throttle.err);
 }
 
 BOOST_AUTO_TEST_CASE(a_seed_that_is_no_sentinel_or_an_unknown_master_fails_the_connect_with_a_clear_error)
