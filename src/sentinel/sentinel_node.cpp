@@ -9,9 +9,7 @@
 #include <redlock/detail/access.hpp>
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
-#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -95,11 +93,12 @@ struct sentinel_exec {
     const request* req;
     response* resp;
     std::uint64_t seq = 0;
+    std::chrono::milliseconds timeout{};  // the whole request's: each attempt gets what is left of it
     clock::time_point deadline;
     clock::time_point not_before{};
     asio::steady_timer deadline_timer;
     std::optional<asio::steady_timer> retry_timer;
-    asio::cancellation_signal cancel;
+    request attempt;  // a copy of *req with the time left, for an attempt sent later
     pending_completion<> completion;
     unsigned retries = 0;
     error_code refusal;  // why it was queued again: not_connected, or server_error (READONLY...) with it in `resp`
@@ -165,8 +164,8 @@ public:
     void exec(const request& req, response& resp, node::completion handler)
     {
         auto op = std::make_shared<sentinel_exec>(strand_, req, resp, std::move(handler), io_);
-        const auto timeout = req.timeout().count() > 0 ? req.timeout() : config_.request_timeout;
-        op->deadline = clock::now() + timeout;
+        op->timeout = req.timeout().count() > 0 ? req.timeout() : config_.request_timeout;
+        op->deadline = clock::now() + op->timeout;
         asio::post(strand_, [self = shared_from_this(), op] { self->issue(op); });
     }
 
@@ -694,7 +693,13 @@ private:
     {
         while (lane_.has_waiting()) {
             auto& op = lane_.front();
-            if (op->not_before > clock::now()) {
+            const auto now = clock::now();
+            if (op->deadline <= now) {
+                // Its deadline timer is late (a busy thread): sent now, it would run after its caller gave up.
+                finish(lane_.take_front(), error::timeout);
+                continue;
+            }
+            if (op->not_before > now) {
                 wake_at(op, op->not_before);
                 return;
             }
@@ -733,12 +738,19 @@ private:
     void send(const op_ptr& op, const link_ptr& link)
     {
         op->in_flight = true;
-        link->conn.async_exec(
-            *op->req, *op->resp,
-            asio::bind_cancellation_slot(
-                op->cancel.slot(), asio::bind_executor(strand_, [self = shared_from_this(), op, link](error_code ec) {
-                    self->on_answer(op, link, ec);
-                })));
+        // No cancellation crosses to the connection's strand (the connection assigns the slot there, the node
+        // would emit here): each attempt carries the time left to the request's deadline as its own timeout, and
+        // the connection ends it there.
+        const auto left = std::max(std::chrono::ceil<std::chrono::milliseconds>(op->deadline - clock::now()), 1ms);
+        auto on_answer = asio::bind_executor(
+            strand_, [self = shared_from_this(), op, link](error_code ec) { self->on_answer(op, link, ec); });
+        if (left < op->timeout) {
+            op->attempt = *op->req;
+            op->attempt.set_timeout(left);
+            link->conn.async_exec(op->attempt, *op->resp, std::move(on_answer));
+        } else {
+            link->conn.async_exec(*op->req, *op->resp, std::move(on_answer));
+        }
     }
 
     void on_answer(const op_ptr& op, const link_ptr& link, error_code ec)
@@ -797,10 +809,9 @@ private:
     {
         if (op->done) return;
         if (op->in_flight) {
-            // The connection completes it promptly (removed, or abandoned once written); it keeps `req` and
-            // `resp` until then, so the caller's completion waits for that.
+            // Its attempt's own timeout ends at the same deadline: the connection completes it then (removed, or
+            // abandoned once written), and keeps `req` and `resp` until then, so the caller's completion waits.
             op->timed_out = true;
-            op->cancel.emit(asio::cancellation_type::terminal);
             return;
         }
         lane_.remove(op);

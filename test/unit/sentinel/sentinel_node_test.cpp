@@ -1,6 +1,7 @@
 // The Sentinel node against scripted Sentinels: what a real deployment shows only by chance, made to happen every
 // time. An execution context destroyed while the node keeps a handler that owns the node (a request, a connect or a
-// subscribe waiting for a master) frees them all; the asan preset's leak check also sees the +switch-master watch.
+// subscribe waiting for a master) frees them all; the asan preset's leak check also sees the +switch-master watch. A
+// retried request that hangs ends at its deadline.
 #include "sentinel/sentinel_node.hpp"
 
 #include <redlock/redlock.hpp>
@@ -13,6 +14,7 @@
 #include <common/fakes/scripted_server.hpp>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,13 @@ using redlock::test::scripted_server;
 using steady = std::chrono::steady_clock;
 
 namespace {
+
+const std::string hello = "%3\r\n+server\r\n+redis\r\n+version\r\n$5\r\n7.2.4\r\n+proto\r\n:3\r\n";
+
+std::string subscribed_reply(const std::string& channel)
+{
+    return ">3\r\n$9\r\nsubscribe\r\n$" + std::to_string(channel.size()) + "\r\n" + channel + "\r\n:1\r\n";
+}
 
 redlock::node_config fast_config(std::uint16_t sentinel_port)
 {
@@ -109,13 +118,61 @@ BOOST_AUTO_TEST_CASE(destroying_the_context_frees_a_node_whose_switch_master_wat
     scripted_server sentinel([&](std::string_view bytes) -> std::string {
         const auto cmd = scripted_server::arguments(bytes);
         if (cmd.empty()) return "-ERR empty\r\n";
-        if (cmd[0] == "HELLO") return "%3\r\n+server\r\n+redis\r\n+version\r\n$5\r\n7.2.4\r\n+proto\r\n:3\r\n";
+        if (cmd[0] == "HELLO") return hello;
         if (cmd[0] == "PING") return "+PONG\r\n";
         if (cmd[0] == "SUBSCRIBE" && cmd.size() == 2) {
             ++subscribed;
-            return ">3\r\n$9\r\nsubscribe\r\n$" + std::to_string(cmd[1].size()) + "\r\n" + cmd[1] + "\r\n:1\r\n";
+            return subscribed_reply(cmd[1]);
         }
         return std::string();
     });
     BOOST_TEST(freed_with_the_context(sentinel.port(), exec_k, [&] { return subscribed.load() > 0; }));
+}
+
+BOOST_AUTO_TEST_CASE(a_retried_request_the_master_never_answers_ends_at_its_deadline)
+{
+    // The master refuses the first GET with READONLY (the node leaves it, asks again, is sent back to it: ROLE says
+    // master) and never answers the retry: the retry carries the time left, not a whole request timeout.
+    std::atomic<int> gets{0};
+    scripted_server master([&](std::string_view bytes) -> std::string {
+        const auto cmd = scripted_server::arguments(bytes);
+        if (cmd.empty()) return "-ERR empty\r\n";
+        if (cmd[0] == "HELLO") return hello;
+        if (cmd[0] == "PING") return "+PONG\r\n";
+        if (cmd[0] == "ROLE") return "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n";
+        if (cmd[0] == "GET" && gets++ == 0) return "-READONLY You can't write against a read only replica.\r\n";
+        return std::string();
+    });
+    const auto master_port = std::to_string(master.port());
+    scripted_server sentinel([&](std::string_view bytes) -> std::string {
+        const auto cmd = scripted_server::arguments(bytes);
+        if (cmd.empty()) return "-ERR empty\r\n";
+        if (cmd[0] == "HELLO") return hello;
+        if (cmd[0] == "PING") return "+PONG\r\n";
+        if (cmd[0] == "SUBSCRIBE" && cmd.size() == 2) return subscribed_reply(cmd[1]);
+        if (cmd[0] == "SENTINEL" && cmd.size() == 3 && cmd[1] == "GET-MASTER-ADDR-BY-NAME")
+            return "*2\r\n$9\r\n127.0.0.1\r\n$" + std::to_string(master_port.size()) + "\r\n" + master_port + "\r\n";
+        if (cmd[0] == "SENTINEL" && cmd.size() == 3 && cmd[1] == "SENTINELS") return "*0\r\n";
+        return "-ERR unknown command '" + cmd[0] + "'\r\n";
+    });
+    asio::io_context io;
+    auto config = fast_config(sentinel.port());
+    config.request_timeout = 5s;
+    auto node = redlock::make_node(io.get_executor(), config);
+    request req;
+    req.push("GET", "k");
+    req.set_timeout(500ms);
+    response resp;
+    std::optional<error_code> result;
+    const auto start = steady::now();
+    node->async_exec(req, resp, "k", [&](error_code ec) { result = ec; });
+    const auto limit = start + 5s;
+    while (!result && steady::now() < limit) io.run_for(10ms);
+    const auto took = steady::now() - start;
+    BOOST_TEST_REQUIRE(result.has_value());
+    BOOST_TEST(*result == redlock::error::timeout);
+    BOOST_TEST(gets.load() == 2);
+    BOOST_TEST(took < 1500ms);
+    node->close();
+    io.run_for(100ms);
 }
