@@ -179,6 +179,15 @@ public:
     /// earlier handler.
     void set_subscription_lost_handler(std::function<void(std::vector<std::string> channels)> handler);
 
+    /// Hears of the end of each session that was connected and did not end by close(): the server closed the
+    /// connection (error::connection_lost), a health check found it silent (error::timeout), it sent malformed data
+    /// (error::protocol_error). Called on the connection's strand once the session's requests were failed (their
+    /// handlers are posted); a connection that reconnects (config().reconnect) then waits for its next attempt, one
+    /// that does not stays disconnected until the next async_connect. A node that must check a server before using it
+    /// again (a Sentinel node asks where the master is now) sets this on connections that do not reconnect. The
+    /// handler must not block; what it throws is dropped. Replaces any earlier handler.
+    void set_disconnect_handler(std::function<void(error_code why)> handler);
+
     /// Receives every server push, raw (pub/sub messages, subscribe confirmations, invalidations...), on the
     /// connection's strand, before the message handler. The handler must not block. Replaces any earlier handler.
     void set_push_handler(std::function<void(const resp::value&)> handler);

@@ -1,9 +1,9 @@
 #include "cluster/asking_request.hpp"
 #include "cluster/cluster_node.hpp"
 #include "cluster/refusal.hpp"
-#include "cluster/slot_lane.hpp"
 #include "cluster/slot_map.hpp"
 #include "common/completion.hpp"
+#include "common/issue_lane.hpp"
 #include "common/key_slot.hpp"
 #include "common/shutdown_registry.hpp"
 
@@ -905,7 +905,7 @@ private:
     std::atomic<bool> closed_{false};
 
     slot_map map_;
-    std::unordered_map<std::uint32_t, slot_lane<op_ptr>> lanes_;
+    std::unordered_map<std::uint32_t, issue_lane<op_ptr>> lanes_;
     std::uint64_t next_seq_ = 0;
 
     bool refreshing_ = false;

@@ -118,6 +118,13 @@ void connection::set_subscription_lost_handler(std::function<void(std::vector<st
     });
 }
 
+void connection::set_disconnect_handler(std::function<void(error_code why)> handler)
+{
+    boost::asio::dispatch(impl_->strand(), [impl = impl_, h = std::move(handler)]() mutable {
+        impl->set_disconnect_handler(std::move(h));
+    });
+}
+
 void connection::close()
 {
     impl_->close();

@@ -35,6 +35,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -86,6 +87,7 @@ public:
     void close();
     /// The context shuts down: the waiting async_connect calls and the queued requests go, uncompleted.
     void drop_handlers() noexcept override;
+    void set_disconnect_handler(std::function<void(error_code)> handler) { disconnect_handler_ = std::move(handler); }
 
     // exec.cpp
     /// Queues an entry for the writer.
@@ -152,7 +154,8 @@ private:
     boost::asio::steady_timer backoff_timer_;
     std::chrono::milliseconds backoff_{0};
     std::minstd_rand jitter_{std::random_device{}()};
-    waiter_list<> connect_waiters_;  // async_connect calls waiting for the end of an attempt
+    waiter_list<> connect_waiters_;                       // async_connect calls waiting for the end of an attempt
+    std::function<void(error_code)> disconnect_handler_;  // told of the end of each connected session
 
     // connect.cpp
     boost::asio::steady_timer connect_timer_;

@@ -17,7 +17,9 @@ commands run at once under the same --key.
 
 options:
   --nodes URL[,URL...]   Redis nodes (redis://, rediss://, unix://; a Redis Cluster is one node:
-                         redis+cluster://HOST:PORT); default from $REDLOCK_NODES, else redis://127.0.0.1:6379
+                         redis+cluster://HOST:PORT; so is a master under Redis Sentinel:
+                         redis+sentinel://SENTINEL:PORT/MASTER-NAME[?seed=SENTINEL2:PORT]); default from
+                         $REDLOCK_NODES, else redis://127.0.0.1:6379
   --key NAME             lock or semaphore name (required, non-empty)
   --ttl DURATION         lease TTL, default 10s (DURATION: 250ms, 10s, 2m, or plain milliseconds)
   --wait DURATION        how long to wait for the lock; default: wait forever; 0: one attempt

@@ -60,6 +60,7 @@ public:
 private:
     friend class cluster;
     friend class sharded_cluster;
+    friend class sentinel_group;
     struct deferred_start {};
     redis_node(node_options options, std::uint16_t port, deferred_start);
 
