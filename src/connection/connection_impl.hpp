@@ -70,7 +70,7 @@ public:
     const boost::asio::any_io_executor& io_executor() const noexcept { return io_executor_; }
     const node_config& config() const noexcept { return config_; }
     connection_state state() const noexcept { return state_.load(std::memory_order_relaxed); }
-    std::uint32_t server_version() const noexcept { return server_version_.load(std::memory_order_relaxed); }
+    server_identity server() const noexcept { return server_.load(std::memory_order_relaxed); }
     atomic_usage& stats() noexcept { return stats_; }
     multiplexer& mpx() noexcept { return mpx_; }
     subscription_tracker& subscriptions() noexcept { return subscriptions_; }
@@ -138,7 +138,7 @@ private:
     subscription_tracker subscriptions_;
     push_handlers pushes_;
     std::atomic<connection_state> state_{connection_state::idle};
-    std::atomic<std::uint32_t> server_version_{0};  // of the last handshake
+    std::atomic<server_identity> server_{};  // of the last handshake
     atomic_usage stats_;
 
     // run.cpp
