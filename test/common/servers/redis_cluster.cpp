@@ -116,7 +116,7 @@ sharded_cluster::sharded_cluster(sharded_cluster_options options) : options_(opt
     }
     for (auto& n : nodes_) n->wait_ready(false);
 
-    static const std::string redis_cli = find_executable("redis-cli", "REDLOCK_REDIS_CLI");
+    const std::string& redis_cli = cli_program();
     std::vector<std::string> create = {redis_cli, "--cluster", "create"};
     for (auto port : ports) create.push_back("127.0.0.1:" + std::to_string(port));
     create.insert(create.end(), {"--cluster-replicas", std::to_string(options_.replicas_per_shard), "--cluster-yes"});
