@@ -200,7 +200,7 @@ std::vector<std::uint16_t> pick_free_ports(std::size_t n)
 // Delegating: if wait_ready() throws, the destructor cleans up.
 redis_node::redis_node(node_options options) : redis_node(std::move(options), pick_free_port(), deferred_start{})
 {
-    wait_ready(true);
+    wait_ready(pick_free_port);
 }
 
 redis_node::redis_node(node_options options, std::uint16_t port, deferred_start)
@@ -297,7 +297,7 @@ bool redis_node::answers_ping() const
     return false;
 }
 
-void redis_node::wait_ready(bool may_change_port)
+void redis_node::wait_ready(std::uint16_t (*another_port)())
 {
     int attempts = 1;
     auto deadline = std::chrono::steady_clock::now() + start_timeout;
@@ -309,8 +309,8 @@ void redis_node::wait_ready(bool may_change_port)
             // Another process took the port between pick_free_port() and the server's bind().
             if (log.find("Address already in use") != std::string::npos && attempts < max_start_attempts) {
                 ++attempts;
-                if (may_change_port) {
-                    port_ = pick_free_port();
+                if (another_port != nullptr) {
+                    port_ = another_port();
                 } else {
                     std::this_thread::sleep_for(50ms);
                 }
@@ -371,7 +371,7 @@ void redis_node::restart()
     kill();
     launch();
     try {
-        wait_ready(false);
+        wait_ready(nullptr);
     } catch (...) {
         kill();
         throw;
@@ -453,7 +453,7 @@ cluster::cluster(std::size_t n, node_options options)
     for (auto port : ports) {
         nodes_.push_back(std::unique_ptr<redis_node>(new redis_node(options, port, redis_node::deferred_start{})));
     }
-    for (auto& node : nodes_) node->wait_ready(true);
+    for (auto& node : nodes_) node->wait_ready(pick_free_port);
 }
 
 std::vector<std::string> cluster::urls() const

@@ -79,7 +79,9 @@ private:
     redis_node(node_options options, std::uint16_t port, deferred_start);
 
     void launch();
-    void wait_ready(bool may_change_port);
+    // A start that fails because the port is taken is tried again: on a port from `another_port` when given
+    // (the port chosen before was free a moment ago, not now), else on the same one after a pause (a restart).
+    void wait_ready(std::uint16_t (*another_port)());
     bool logged_ready() const;
     bool answers_ping() const;
     void teardown() noexcept;
