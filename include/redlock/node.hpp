@@ -13,6 +13,7 @@
 #include <redlock/node_config.hpp>
 #include <redlock/request.hpp>
 #include <redlock/response.hpp>
+#include <redlock/server_identity.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -71,9 +72,10 @@ public:
     /// once, when the client is made: the answer must not change.
     virtual bool cross_slot_requests() const { return true; }
 
-    /// The server's Redis version, as connection::server_version() (70015 for 7.0.15); 0 when unknown. Newer
-    /// commands (SET ... NX GET, Redis >= 7.0) are not sent to a client whose nodes report an older one.
-    virtual std::uint32_t server_version() const { return 0; }
+    /// The node's server and version, as connection::server() (of any of its connections, for a Cluster);
+    /// unknown until one told. Newer commands (SET ... NX GET) are sent only where every node that told has them
+    /// (server_identity's predicates, e.g. has_set_nx_get()). Any thread.
+    virtual server_identity server() const { return {}; }
 
     /// The node's connection counters (client::stats() reports them); zeros for a node that keeps none. Any thread.
     virtual usage get_usage() const { return {}; }

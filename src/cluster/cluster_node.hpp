@@ -37,7 +37,7 @@ public:
     void async_unsubscribe(std::vector<std::string> channels, completion handler) override;
     void set_message_handler(message_handler handler) override;
     bool cross_slot_requests() const override { return false; }
-    std::uint32_t server_version() const override;
+    server_identity server() const override;
     usage get_usage() const override;
     void close() override;
 

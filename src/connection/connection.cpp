@@ -87,9 +87,14 @@ connection::executor_type connection::get_executor() const noexcept
     return impl_->strand();
 }
 
+server_identity connection::server() const noexcept
+{
+    return impl_->server();
+}
+
 std::uint32_t connection::server_version() const noexcept
 {
-    return impl_->server_version();
+    return impl_->server().version;
 }
 
 const node_config& connection::config() const noexcept

@@ -202,10 +202,11 @@ public:
 
     // --- any thread ------------------------------------------------------------------------------------------
 
-    std::uint32_t server_version() const
+    // The master's; once it is left, the last master's until another is found.
+    server_identity server() const
     {
         std::lock_guard lock(mutex_);
-        return master_ ? master_->conn.server_version() : last_version_;
+        return master_ ? master_->conn.server() : last_server_;
     }
 
     usage get_usage() const
@@ -530,7 +531,7 @@ private:
         {
             std::lock_guard lock(mutex_);
             old = std::exchange(master_, link);
-            last_version_ = link->conn.server_version();
+            last_server_ = link->conn.server();
         }
         if (old) retire(old);
         ever_found_ = true;
@@ -939,7 +940,7 @@ private:
 
     mutable std::mutex mutex_;  // what other threads read or close: the links below, the usage
     link_ptr master_;
-    std::uint32_t last_version_ = 0;
+    server_identity last_server_;
     usage retired_usage_;
     std::set<connection*> probes_;
     std::vector<std::shared_ptr<sentinel_watch>> watches_;  // one per Sentinel known; read on the strand, or locked
@@ -987,9 +988,9 @@ void sentinel_node::set_message_handler(message_handler handler)
     state_->set_message_handler(std::move(handler));
 }
 
-std::uint32_t sentinel_node::server_version() const
+server_identity sentinel_node::server() const
 {
-    return state_->server_version();
+    return state_->server();
 }
 
 usage sentinel_node::get_usage() const

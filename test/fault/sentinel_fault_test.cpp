@@ -141,7 +141,7 @@ BOOST_AUTO_TEST_CASE(a_counter_stays_exact_through_a_killed_master_with_one_repl
         std::error_code ignored;
         std::filesystem::remove_all(*d, ignored);
     });
-    const std::string rc = find_executable("redis-cli", "REDLOCK_REDIS_CLI") + " -p " + std::to_string(counters.port());
+    const std::string rc = cli_program() + " -p " + std::to_string(counters.port());
     counters.cli({"SET", "counter", "0"});
     const std::string body = "set -e; date +%s%N >> " + dir + "/grants; v=$(" + rc + " GET counter); sleep 0.005; " +
                              rc + " SET counter $((v + 1)) >/dev/null";

@@ -105,6 +105,18 @@ BOOST_AUTO_TEST_CASE(a_fenced_lock_is_held_on_the_master_and_its_token_grows)
     BOOST_TEST(rig.on_master({"GET", "{acct:1}:balance"}) == "100");
 }
 
+BOOST_AUTO_TEST_CASE(the_node_reports_its_masters_server)
+{
+    // What the feature gates read (SET NX GET, sharded pub/sub): known once connected, as the master's HELLO said.
+    sentinel_rig rig;
+    run_coro(rig.ctx, [&]() -> asio::awaitable<void> { co_await rig.locks.async_connect(asio::use_awaitable); });
+    const auto stats = rig.locks.stats();
+    BOOST_TEST_REQUIRE(stats.nodes.size() == 1u);
+    const auto master = redlock::test::server_of_info(rig.on_master({"INFO", "server"}));
+    BOOST_TEST((stats.nodes[0].server == master), redlock::to_string(stats.nodes[0].server));
+    BOOST_TEST(stats.nodes[0].server.known());
+}
+
 BOOST_AUTO_TEST_CASE(the_watchdog_extends_several_leases_in_one_request)
 {
     // One master: the node takes requests whose keys span slots, so the watchdog's batched extension runs.
@@ -236,7 +248,8 @@ BOOST_AUTO_TEST_CASE(the_cli_runs_exec_with_a_sentinel_url_in_nodes_and_in_the_e
     auto& group = the_group();
     const std::string cli = REDLOCK_CLI_PATH;
     const auto& master = group.master();
-    const std::string check = "redis-cli -p " + std::to_string(master.port()) + " GET sentinel:cli";
+    const std::string check =
+        redlock::test::cli_program() + " -p " + std::to_string(master.port()) + " GET sentinel:cli";
     const auto exec = redlock::test::run_command({cli, "exec", "--nodes", group.url(), "--key", "sentinel:cli", "--ttl",
                                                   "5s", "--replica-acks", "1", "--", "sh", "-c", check},
                                                  30s);

@@ -104,6 +104,16 @@ std::string last_lines(const std::string& text, std::size_t n)
 
 // --- one Sentinel -----------------------------------------------------------------------------------------------
 
+namespace {
+
+// What an error calls the Sentinel process.
+std::string sentinel_name()
+{
+    return test_server() == server_kind::valkey ? "valkey-server --sentinel" : "redis-sentinel";
+}
+
+}  // namespace
+
 sentinel_process::sentinel_process(std::uint16_t port, const std::vector<std::string>& config) : port_(port)
 {
     dir_ = make_temp_dir("redlock-sentinel-");
@@ -126,11 +136,16 @@ sentinel_process::~sentinel_process()
 void sentinel_process::launch()
 {
     // redis-sentinel is redis-server in Sentinel mode; without the package, the server binary's --sentinel does it.
+    // Valkey: valkey-server's --sentinel, always (the valkey-sentinel package, which only wraps it, is not needed).
     std::vector<std::string> args;
-    try {
-        args = {find_executable("redis-sentinel", "REDLOCK_REDIS_SENTINEL"), dir_ + "/sentinel.conf"};
-    } catch (const std::exception&) {
-        args = {find_executable("redis-server", "REDLOCK_REDIS_SERVER"), dir_ + "/sentinel.conf", "--sentinel"};
+    if (test_server() == server_kind::valkey) {
+        args = {server_program(), dir_ + "/sentinel.conf", "--sentinel"};
+    } else {
+        try {
+            args = {find_executable("redis-sentinel", "REDLOCK_REDIS_SENTINEL"), dir_ + "/sentinel.conf"};
+        } catch (const std::exception&) {
+            args = {server_program(), dir_ + "/sentinel.conf", "--sentinel"};
+        }
     }
     pid_ = spawn_process({std::move(args), environment_with({}), dir_ + "/stdio.log"});
 }
@@ -142,7 +157,7 @@ void sentinel_process::wait_ready()
         int status = 0;
         if (wait_for_exit(pid_, 0ms, &status)) {
             pid_ = -1;
-            throw std::runtime_error("redis-sentinel on port " + std::to_string(port_) + " exited (status " +
+            throw std::runtime_error(sentinel_name() + " on port " + std::to_string(port_) + " exited (status " +
                                      std::to_string(exit_status(status)) + "):\n" + log_tail());
         }
         try {
@@ -151,7 +166,7 @@ void sentinel_process::wait_ready()
         } catch (const std::exception&) {
         }
         if (steady::now() >= deadline)
-            throw std::runtime_error("redis-sentinel on port " + std::to_string(port_) + " did not answer:\n" +
+            throw std::runtime_error(sentinel_name() + " on port " + std::to_string(port_) + " did not answer:\n" +
                                      log_tail());
         std::this_thread::sleep_for(5ms);
     }
@@ -159,13 +174,12 @@ void sentinel_process::wait_ready()
 
 std::string sentinel_process::cli(std::vector<std::string> args) const
 {
-    static const std::string redis_cli = find_executable("redis-cli", "REDLOCK_REDIS_CLI");
-    std::vector<std::string> command = {redis_cli, "-h", "127.0.0.1", "-p", std::to_string(port_)};
+    std::vector<std::string> command = {cli_program(), "-h", "127.0.0.1", "-p", std::to_string(port_)};
     command.insert(command.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
     auto result = run_command(command, 5s);
     if (result.exit_code != 0)
-        throw std::runtime_error("redis-cli on sentinel port " + std::to_string(port_) +
-                                 " failed: " + trim(result.err + result.out));
+        throw std::runtime_error(std::filesystem::path(cli_program()).filename().string() + " on sentinel port " +
+                                 std::to_string(port_) + " failed: " + trim(result.err + result.out));
     return trim(result.out);
 }
 
@@ -245,7 +259,7 @@ sentinel_group::sentinel_group(sentinel_group_options options) : options_(std::m
         }
         sentinels_.push_back(std::make_unique<sentinel_process>(ports[data_count + i], config));
     }
-    for (auto& n : data_) n->wait_ready(false);
+    for (auto& n : data_) n->wait_ready(nullptr);  // the Sentinels are configured with these ports
     for (auto& s : sentinels_) s->wait_ready();
     wait_ready();
 }

@@ -2,7 +2,8 @@
 // on free loopback ports, started in parallel. The Sentinels are told of each other and of the replicas in their
 // configuration files (`known-sentinel`, `known-replica`), so they need not wait for their first hello messages (2 s)
 // or INFO rounds (10 s): the group is ready once every process answers, the replicas acknowledge the master's writes
-// and every Sentinel reports the master ok with all its replicas and peers.
+// and every Sentinel reports the master ok with all its replicas and peers. With REDLOCK_TEST_SERVER=valkey
+// (test_server()), every process is valkey-server (the Sentinels in its --sentinel mode), talked to with valkey-cli.
 #pragma once
 
 #include <chrono>
@@ -41,7 +42,7 @@ public:
     void wait_ready();
     std::uint16_t port() const { return port_; }
     std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-    /// One command through redis-cli; its trimmed stdout (as redis_node::cli).
+    /// One command through redis-cli (valkey-cli for Valkey); its trimmed stdout (as redis_node::cli).
     std::string cli(std::vector<std::string> args) const;
     void pause();    // SIGSTOP
     void resume();   // SIGCONT
