@@ -30,8 +30,8 @@ options:
                          exec of the key waits for them, and they for it (doc/locks.md, "Read-write lock")
   --fair                 FIFO order among waiters, across processes and nodes (doc/locks.md)
   --waiter-ttl DURATION  a waiter that stops heartbeating (its process died) stops holding others back
-                         within this time: the mark of a plain exec waiting for readers (later readers
-                         wait behind it), or with --fair its place in the queue; default 2s (with
+                         within this time: the mark of a waiting plain exec (later readers wait behind
+                         it), or with --fair its place in the queue; default 2s (with
                          --replica-acks, at least four times the node timeout plus the replica ack timeout)
   --fencing              obtain a fencing token: COMMAND gets it in REDLOCK_FENCING_TOKEN (a lock only)
   --no-watchdog          do not extend the lease; COMMAND is stopped before the TTL runs out
