@@ -26,6 +26,7 @@
 #include <redlock/script.hpp>
 #include <redlock/semaphore.hpp>
 #include <redlock/semaphore_inspection.hpp>
+#include <redlock/shared_mutex.hpp>
 #include <redlock/stats.hpp>
 #include <redlock/with_lock.hpp>
 #include <redlock/with_permit.hpp>

@@ -136,6 +136,16 @@ BOOST_AUTO_TEST_CASE(semaphore_caps_the_jobs)
     BOOST_TEST(has(out, "reindex holds 2 permits"));
 }
 
+BOOST_AUTO_TEST_CASE(read_write_lock_lets_readers_share_and_the_rebuild_run_alone)
+{
+    cluster nodes(3);
+    const auto out = run_example(REDLOCK_EXAMPLE_READ_WRITE_LOCK, comma_joined(nodes.urls()));
+    BOOST_TEST(has(out, "the rebuild runs alone"));
+    BOOST_TEST(has(out, "downgraded: still"));
+    BOOST_TEST(has(out, "upgraded: writing"));  // the only reader by then
+    BOOST_TEST(has(out, "the rebuild always alone"));
+}
+
 // A limiter over N nodes is refused at compile time now (the example's static_asserts): it runs on the first node.
 BOOST_AUTO_TEST_CASE(rate_limit_admits_the_burst_on_the_first_node)
 {

@@ -14,6 +14,7 @@
 #include <redlock/client.hpp>
 #include <redlock/mutex.hpp>
 #include <redlock/semaphore.hpp>
+#include <redlock/shared_mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -120,6 +121,7 @@ private:
     void on_signal(const signal_event& e);
     asio::awaitable<void> connect();
     asio::awaitable<std::tuple<error_code, held_grant>> acquire(const lock_options& lo, diagnostics& diag);
+    asio::awaitable<std::tuple<error_code, held_grant>> acquire_plain(lock_options lo, diagnostics& diag);
     bool semaphore_mode() const noexcept { return o_.limit > 1; }
     std::string what() const;
     std::string_view refusal() const noexcept
@@ -154,6 +156,7 @@ private:
     asio::steady_timer pause_;             // shutdown()'s
     wait_progress progress_;               // "still waiting" while the lock is busy or the nodes are down
     diagnostics lock_diag_;                // the last attempt's outcome, read by the progress report
+    std::uint32_t earlier_attempts_ = 0;   // a plain exec's try, before the wait whose attempts lock_diag_ counts
     phase phase_ = phase::acquiring;
     int interrupted_ = 0;  // the signal that interrupted the acquisition
     child_process child_;
@@ -264,10 +267,11 @@ asio::awaitable<void> exec_session::connect()
     }
 }
 
-// "lock 'K'", or "a permit of semaphore 'K' (limit N)": what the messages say is being taken.
+// "lock 'K'", "the read side of lock 'K'", or "a permit of semaphore 'K' (limit N)": what the messages say is being
+// taken.
 std::string exec_session::what() const
 {
-    if (!semaphore_mode()) return "lock '" + o_.key + "'";
+    if (!semaphore_mode()) return (o_.shared ? "the read side of lock '" : "lock '") + o_.key + "'";
     return "a permit of semaphore '" + o_.key + "' (limit " + std::to_string(o_.limit) + ")";
 }
 
@@ -281,7 +285,9 @@ void exec_session::describe_quorum() const
                                  (o_.replica_acks > 0 ? ", replica acks " + std::to_string(o_.replica_acks) : "");
     const std::string nodes = std::to_string(client_.size()) + " node(s)";
     if (!semaphore_mode()) {
-        report_.detail("lock '" + o_.key + "' on " + nodes + ", quorum " + std::to_string(client_.quorum()) + settings);
+        const std::string side = o_.shared ? " (read side)" : "";
+        report_.detail("lock '" + o_.key + "'" + side + " on " + nodes + ", quorum " +
+                       std::to_string(client_.quorum()) + settings);
         return;
     }
     const semaphore s(client_, o_.key, o_.limit);
@@ -295,13 +301,20 @@ void exec_session::describe_quorum() const
                        "when the watchdog cannot extend it on every node)");
 }
 
-// The lock (--limit 1), or one permit of the semaphore; cancelled by a signal through cancel_op_.
+// The lock (--limit 1), or with --shared its read side, or one permit of the semaphore; cancelled by a signal through
+// cancel_op_. A fair lock has no sides.
 asio::awaitable<std::tuple<error_code, held_grant>> exec_session::acquire(const lock_options& lo, diagnostics& diag)
 {
     auto token = asio::bind_cancellation_slot(cancel_op_.slot(), use_tuple);
-    if (!semaphore_mode()) {
+    if (!semaphore_mode() && (o_.fair || !o_.shared)) {
+        if (!o_.fair) co_return co_await acquire_plain(lo, diag);
         mutex m(client_, o_.key, lo);
         auto [ec, held] = co_await m.async_lock(diag, token);
+        co_return std::tuple{ec, held_grant(std::move(held))};
+    }
+    if (!semaphore_mode()) {
+        shared_mutex m(client_, o_.key, lo);
+        auto [ec, held] = co_await m.async_lock_shared(diag, token);
         co_return std::tuple{ec, held_grant(std::move(held))};
     }
     semaphore s(client_, o_.key, o_.limit,
@@ -314,6 +327,27 @@ asio::awaitable<std::tuple<error_code, held_grant>> exec_session::acquire(const 
                  .replica_ack_timeout = lo.replica_ack_timeout});
     auto [ec, held] = co_await s.async_acquire(1, diag, token);
     co_return std::tuple{ec, held_grant(std::move(held))};
+}
+
+// An exec without --shared is the plain lock when it gets the key at once: uncontended, it costs what it always did
+// (SET NX). If it must wait, it waits as the read-write lock's writer, whose marks hold back the readers that come
+// after it: readers do not wait for a plain waiter, and a stream of overlapping `--shared` execs would keep it out
+// for good. Its key is the plain lock's either way.
+asio::awaitable<std::tuple<error_code, held_grant>> exec_session::acquire_plain(lock_options lo, diagnostics& diag)
+{
+    auto token = asio::bind_cancellation_slot(cancel_op_.slot(), use_tuple);
+    const auto start = clock::now();
+    auto [ec, held] = co_await mutex(client_, o_.key, lo).async_try_lock(diag, token);
+    if (!ec || lo.wait == std::chrono::milliseconds(0) || ec == error::invalid_argument ||
+        ec == asio::error::operation_aborted)
+        co_return std::tuple{ec, held_grant(std::move(held))};
+    earlier_attempts_ = diag.waiting().attempts;
+    if (lo.wait != lock_options::wait_forever) {
+        const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - start);
+        lo.wait = std::max(std::chrono::milliseconds(0), lo.wait - waited);
+    }
+    auto [wec, write] = co_await shared_mutex(client_, o_.key, lo).async_lock(diag, token);
+    co_return std::tuple{wec, held_grant(std::move(write))};
 }
 
 asio::awaitable<int> exec_session::run()
@@ -362,8 +396,17 @@ asio::awaitable<int> exec_session::run()
         report_.error_lines(node_lines(diag.nodes()));
         co_return busy ? exit_code::busy : exit_code::unavailable;
     }
-    const std::string taken = semaphore_mode() ? "a permit of '" + o_.key + "'" : "'" + o_.key + "'";
-    report_.detail("acquired " + taken + " in " + format_ms(ms_since(lock_start)) +
+    const std::string taken = semaphore_mode() ? "a permit of '" + o_.key + "'"
+                              : o_.shared      ? "the read side of '" + o_.key + "'"
+                                               : "'" + o_.key + "'";
+    // How it waited: a test or a log tells a wake-up by a release message from a timed retry.
+    const auto& waiting = diag.waiting();
+    const auto attempts = earlier_attempts_ + waiting.attempts;
+    const std::string how = attempts <= 1 ? ""
+                                          : " (" + std::to_string(attempts) + " attempts, " +
+                                                std::to_string(waiting.woken_by_release) + " woken by a release, " +
+                                                std::to_string(waiting.timed_retries) + " timed)";
+    report_.detail("acquired " + taken + " in " + format_ms(ms_since(lock_start)) + how +
                    (semaphore_mode() ? ", permit id " : ", token ") + held_.token() +
                    (held_.fencing_token() != 0 ? ", fencing token " + std::to_string(held_.fencing_token()) : "") +
                    ", valid for " + std::to_string(held_.validity().count()) + " ms");

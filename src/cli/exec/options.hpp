@@ -22,6 +22,7 @@ struct exec_options {
     bool watchdog = true;
     bool fencing = false;
     bool fair = false;
+    bool shared = false;  // the read side of the lock (flock -s); without it, a writer: the plain lock
     ms waiter_ttl{2'000};
     std::int64_t limit = 1;     // 1: a lock; above: one permit of a semaphore of this many
     int replica_acks = 0;       // replicas that must acknowledge each grant and extension (WAIT); 0: off

@@ -80,16 +80,20 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
     auto& wakeups = client->wakeups();
     release_watcher watcher(client->strand());
     watcher.token = plan.wake_token;
+    watcher.shared = plan.shared;
     watch_scope scope(wakeups, plan.channels, watcher);
     std::optional<asio::steady_timer> gate_wait;  // only when another attempt of this client holds the gate
-    // A fair waiter with its ticket: its attempts skip the gate. The gate keeps a client's waiters from splitting the
-    // nodes' votes among themselves; a queued fair waiter cannot split them: every node grants only the first live
-    // waiter of its queue (a fair semaphore: the first that holds no permit there), in one order on every node, so
-    // two queued waiters of this client contend exactly as two of different clients would, which the queue
-    // protocol already orders (doc/locks.md, "Why the order holds over N nodes"). And it must not wait there: each
-    // attempt is its heartbeat, due within a waiter TTL of the last (lock_call.cpp, invalid_arguments), and behind
-    // k other waiters' attempts on slow nodes the gate alone can take k node timeouts. A waiter without a ticket
-    // (its first attempt, a try) is not queued yet: it passes the gate.
+    // A fair waiter with its ticket, or a writer that marked its wait: its attempts skip the gate. The gate keeps a
+    // client's waiters from splitting the nodes' votes among themselves; a queued fair waiter cannot split them: every
+    // node grants only the first live waiter of its queue (a fair semaphore: the first that holds no permit there), in
+    // one order on every node, so two queued waiters of this client contend exactly as two of different clients would,
+    // which the queue protocol already orders (doc/locks.md, "Why the order holds over N nodes"). And it must not wait
+    // there: each attempt is its heartbeat, due within a waiter TTL of the last (lock_call.cpp, invalid_arguments), and
+    // behind k other waiters' attempts on slow nodes the gate alone can take k node timeouts. A waiter without a ticket
+    // (its first attempt, a try) is not queued yet: it passes the gate. A read-write lock's waiting writers are not
+    // ordered among themselves, but the marks order them before every reader (a reader and a writer of this client
+    // that split the nodes try again with the readers refused where the writer marked), and two writers that split
+    // retry after the random pause of a split vote, as two clients' would.
     bool queued = false;
     wait_summary unreported;
     auto& summary = diag ? access::waiting(*diag) : unreported;

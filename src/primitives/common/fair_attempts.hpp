@@ -22,8 +22,9 @@ void fair_plan(const lock_call& call, acquire_plan& plan);
 /// not wait (a try) takes no ticket: it would only join the queue to leave it.
 attempt_fn fair_attempts(std::shared_ptr<const lock_call> call, bool waits);
 
-/// A fair waiter that gives up (deadline, cancellation, error) leaves the queue on every node at once (by the
-/// lease's release, which leaves it), so nobody waits for its heartbeat to end.
+/// A waiter in line (a fair kind's, or a writer that marks its wait) that gives up (deadline, cancellation, error)
+/// leaves the queue, or takes its mark away, on every node at once (by the lease's release, which does it), so
+/// nobody waits for its heartbeat to end.
 void leave_queue(const lock_call& call);
 
 }  // namespace redlock::detail

@@ -317,6 +317,21 @@ void lease_state::release_in_background()
     client_->nodes().send_to_all(release_request(), spec_.routing_key());
 }
 
+bool lease_state::hand_over()
+{
+    if (status_ != status::held) return false;
+    return stop_holding();
+}
+
+std::shared_ptr<lease_state> lease_state::resumed() const
+{
+    auto again = std::make_shared<lease_state>(client_, protocol_, spec_, quorum_, timing_, fencing_token_, granted_at_,
+                                               valid_until());
+    again->acquired_at_ = acquired_at_;  // max_hold counts from the first grant
+    again->start();
+    return again;
+}
+
 void lease_state::wait_lost(pending_completion<> waiter, std::uint64_t id, diagnostics* diag)
 {
     if (status_ == status::lost) {

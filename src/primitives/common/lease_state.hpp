@@ -32,6 +32,8 @@ public:
                 clock::time_point valid_until);
 
     const lease_spec& spec() const noexcept { return spec_; }
+    /// The kind of lease this is (a primitive's constant).
+    const lease_protocol& protocol() const noexcept { return protocol_; }
     const std::vector<std::string>& keys() const noexcept { return spec_.keys; }
     const std::string& token() const noexcept { return spec_.token; }
     std::uint64_t fencing_token() const noexcept { return fencing_token_; }
@@ -78,6 +80,15 @@ public:
     void wait_lost(pending_completion<> waiter, std::uint64_t id, diagnostics* diag);
     /// From the lease's destructor: release without anyone waiting.
     void release_in_background();
+
+    /// A conversion that carries the hold over to another lease under the same token (a read-write lock's
+    /// downgrade or upgrade) begins: this state stops holding without a release request (its keeper, extensions,
+    /// repairs and loss waiters stop), so nothing of it reaches the nodes after the conversion's request. False if
+    /// it was not held (released or lost). On the strand.
+    bool hand_over();
+    /// The hold again, as it was, after a conversion that failed and left the keys as they were: a new state with
+    /// this one's spec, protocol, quorum, timing, fencing token and validity, started. On the strand.
+    std::shared_ptr<lease_state> resumed() const;
 
 private:
     static boost::asio::awaitable<error_code> extend_once(std::shared_ptr<lease_state> self, diagnostics* diag);

@@ -86,6 +86,8 @@ std::string invalid_arguments(const client_impl& client, const std::vector<std::
         if (keys.size() != 1) return "a fair or reentrant lock has exactly one key";
         if (o.fair && !owner.empty()) return "a lock is fair or reentrant, not both";
     }
+    // A reentrant owner's holds store its name in the key: this one would take the readers' hold for its own.
+    if (owner == readers_marker) return "the owner '" + owner + "' is what a read-write lock's key holds for readers";
     return {};
 }
 
@@ -108,7 +110,9 @@ acquire_plan make_plan(const lock_call& call, bool one_attempt)
                                                      : now + o.wait;
     plan.retry_delay = o.retry_delay;
     plan.retry_jitter = o.retry_jitter;
+    plan.shared = call.kind->shared;
     if (call.kind->fair()) fair_plan(call, plan);
+    if (call.kind->marks_wait) plan.max_pause = o.waiter_ttl / 3;  // each attempt renews the mark
     return plan;
 }
 
@@ -147,7 +151,7 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> run_call(s
     auto plan = make_plan(*call, one_attempt);
     auto attempts = call->kind->attempts(call, waits);
     auto outcome = co_await acquire_loop(call->client, std::move(plan), std::move(attempts), call->diag);
-    if (std::get<0>(outcome) && call->kind->fair() && waits) leave_queue(*call);  // a try never joined
+    if (std::get<0>(outcome) && call->kind->waits_in_line() && waits) leave_queue(*call);  // a try never joined
     co_return outcome;
 }
 

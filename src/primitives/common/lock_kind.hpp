@@ -1,6 +1,7 @@
-// What makes one kind of lock what it is (a plain, fair or reentrant lock, a semaphore's permit, plain or fair):
-// one constant description, defined in the kind's own folder. The call, its attempts, its conclusion and the lease
-// machinery in primitives/common/ work from the description alone, so no primitive folder includes another.
+// What makes one kind of lock what it is (a plain, fair or reentrant lock, a semaphore's permit, plain or fair, a
+// side of a read-write lock): one constant description, defined in the kind's own folder. The call, its attempts, its
+// conclusion and the lease machinery in primitives/common/ work from the description alone, so no primitive folder
+// includes another.
 #pragma once
 
 #include "primitives/common/acquire_loop.hpp"
@@ -81,7 +82,18 @@ struct lock_kind {
     /// store); the call then ends at once with error::exceeds_limit. Null, or an empty answer: it may pass.
     std::string (*beyond_reach)(const lock_call& call, const fan_out_state& answers) = nullptr;
 
+    /// A kind whose waiters mark their wait on the nodes (a read-write lock's writer, whom new readers wait behind).
+    /// As a fair waiter's place, a mark lasts options.waiter_ttl from each attempt: a waiter pauses at most a third
+    /// of it between attempts, and one that gives up takes its mark away (leave_queue).
+    bool marks_wait = false;
+    /// A read-write lock's reader: releases that only a writer can pass ("=w", release_wakeups) leave its waiters
+    /// asleep.
+    bool shared = false;
+
     bool fair() const noexcept { return fair_acquire != nullptr; }
+    /// Its waiters hold something on the nodes while they wait, kept alive by their attempts: a fair queue's place,
+    /// or a writer's mark.
+    bool waits_in_line() const noexcept { return fair() || marks_wait; }
 };
 
 // Every kind, each defined in its folder; a primitive names the kind it takes, never the folder that makes it.
@@ -90,5 +102,9 @@ const lock_kind& fair_lock_kind();       ///< primitives/fair
 const lock_kind& reentrant_lock_kind();  ///< primitives/reentrant
 const lock_kind& semaphore_kind();       ///< primitives/semaphore
 const lock_kind& fair_semaphore_kind();  ///< primitives/semaphore
+const lock_kind& read_lock_kind();       ///< primitives/rwlock: the shared side of a read-write lock
+const lock_kind& write_lock_kind();      ///< primitives/rwlock: its exclusive side
+const lock_kind& downgrade_kind();       ///< primitives/rwlock: a writer's hold turned into a reader's
+const lock_kind& upgrade_kind();         ///< primitives/rwlock: a reader's hold turned into a writer's, tried once
 
 }  // namespace redlock::detail

@@ -15,6 +15,7 @@ namespace {
 // Tokens are hex: a leading '~' cannot start a holder's release id, nor a '+' a waiter's token.
 constexpr char clean_up_mark = '~';
 constexpr char permits_mark = '+';
+constexpr std::string_view writers_only = "=w";
 }  // namespace
 
 std::string clean_up_id(const std::string& token, std::uint64_t n)
@@ -174,6 +175,7 @@ void release_wakeups::wake_freed(channel_state& state, std::string_view next_in_
     for (auto* w : state.watchers) {
         if (!w->pausing || w->woken || !quorum_freed(*w)) continue;
         if (!w->token.empty() && w->token != next_in_line) continue;  // a fair lock: the next in line only
+        if (w->shared && next_in_line == writers_only) continue;      // a reader would be refused by the marks
         w->woken = true;
         w->timer.cancel();
         return;
@@ -183,6 +185,7 @@ void release_wakeups::wake_freed(channel_state& state, std::string_view next_in_
 void release_wakeups::wake(channel_state& state, std::string_view next_in_line)
 {
     if (next_in_line.starts_with(permits_mark)) return wake_for_permits(state, next_in_line.substr(1));
+    if (next_in_line == writers_only) return wake_writer(state);
     if (!next_in_line.empty()) {  // a fair lock's release: only the next in line can take it
         for (auto* w : state.watchers) {
             if (w->token != next_in_line) continue;
@@ -222,6 +225,20 @@ void release_wakeups::wake_for_permits(channel_state& state, std::string_view co
     if (!asleep || left > 0)
         for (auto* w : state.watchers)
             if (w->token.empty()) w->woken = true;
+}
+
+void release_wakeups::wake_writer(channel_state& state)
+{
+    // Readers would be refused by the marks of the writers that wait: the longest waiting of the others goes.
+    for (auto* w : state.watchers) {
+        if (w->token.empty() && !w->shared && w->pausing && !w->woken) {
+            w->woken = true;
+            w->timer.cancel();
+            return;
+        }
+    }
+    for (auto* w : state.watchers)
+        if (w->token.empty() && !w->shared) w->woken = true;
 }
 
 void release_wakeups::schedule_sweep()

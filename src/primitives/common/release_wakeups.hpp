@@ -24,6 +24,8 @@ struct release_watcher {
     boost::asio::steady_timer timer;
     /// A fair waiter's token: only a release that names it as the next in line wakes it. Empty: any release.
     std::string token;
+    /// A read-write lock's reader: a release that only writers can pass ("=w") leaves it asleep.
+    bool shared = false;
     bool pausing = false;   ///< waiting on `timer`, which a release cancels
     bool settling = false;  ///< waiting on `timer` for its subscriptions to be confirmed
     bool woken = false;     ///< a release came since its last attempt started
@@ -84,7 +86,9 @@ public:
     /// A message published on `channel` by `node`: "<release id>" (the same from each of the N nodes); for a
     /// fair lock or semaphore "<release id>\n<token of the next in line>" (a waiter of another process, or none,
     /// leaves ours asleep); for a semaphore "<release id>\n+<k>", k permits freed, which wakes up to k waiters
-    /// ("+*": the limit grew, every waiter).
+    /// ("+*": the limit grew, every waiter; a read-write lock's node free of holders and marks); for a read-write
+    /// lock "<release id>\n=w": its node is free but writers wait, so only a writer (or a plain lock's waiter) can
+    /// pass: one of them wakes.
     void on_message(const std::string& channel, const std::string& payload, std::size_t node);
 
 private:
@@ -112,6 +116,7 @@ private:
     void wake(channel_state& state, std::string_view next_in_line);
     void wake_freed(channel_state& state, std::string_view next_in_line);
     void wake_for_permits(channel_state& state, std::string_view count);
+    void wake_writer(channel_state& state);
     void schedule_sweep();
     void sweep();
 

@@ -1,5 +1,6 @@
 #include "common/embedded_script.hpp"
 #include "lua/common.hpp"
+#include "primitives/common/fencing.hpp"
 #include "primitives/common/token_lease.hpp"
 
 #include <redlock/key_layout.hpp>
@@ -69,6 +70,24 @@ request commit_request(const lease_spec& lease, std::uint64_t fence, std::chrono
                     {lease.key_value, std::to_string(fence)});
     req.set_timeout(node_timeout);
     return req;
+}
+
+acquire_answer read_acquire(error_code ec, const response& resp)
+{
+    acquire_answer a;
+    if (ec || resp.size() != 1) return a;
+    const auto& reply = resp[0];
+    if (reply.data_type == resp::type::array) {  // a fenced grant: {1, counter}
+        if (reply.elements.size() != 2 || reply.elements[0].as_integer() != 1) return a;
+        a.fence = parse_fence(reply.elements[1].text);
+        if (a.fence) a.verdict = vote::yes;
+        return a;
+    }
+    const auto n = reply.as_integer();
+    if (!n) return a;
+    a.verdict = *n == 1 ? vote::yes : vote::no;
+    if (*n != 1) a.wait = wait_of_refusal(*n);
+    return a;
 }
 
 vote classify_commit(error_code ec, const response& resp)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "primitives/common/lease_protocol.hpp"
+#include "primitives/common/lock_kind.hpp"
 #include "quorum/tally.hpp"
 
 #include <redlock/error.hpp>
@@ -28,6 +29,10 @@ request extend_request(const lease_spec& lease, std::chrono::milliseconds ttl, s
 request extend_batch_request(const std::vector<batch_entry>& leases, std::chrono::milliseconds node_timeout);
 /// commit_fence.lua: phase 2 of fencing, where `lease.keys` still hold `lease.key_value`.
 request commit_request(const lease_spec& lease, std::uint64_t fence, std::chrono::milliseconds node_timeout);
+
+/// The answer of acquire.lua, and of every acquire script that answers alike (the plain lock's fenced acquires, the
+/// read-write lock's): 1 granted, {1, counter} granted with fencing, -(the holder's PTTL) or 0 refused.
+acquire_answer read_acquire(error_code ec, const response& resp);
 
 /// A fencing commit (this one, and the reentrant lock's, which answers alike): yes when committed (1), no when the
 /// lock is not ours there (0) or a counter is at the token or above (-1).

@@ -74,20 +74,7 @@ request release_request(const lease_spec& lease, std::string_view release_id, st
 acquire_answer read_acquire(error_code ec, const response& resp)
 {
     if (resp.size() == 2) return read_set_acquire(ec, resp);
-    acquire_answer a;
-    if (ec || resp.size() != 1) return a;
-    const auto& reply = resp[0];
-    if (reply.data_type == resp::type::array) {  // a fenced grant: {1, counter}
-        if (reply.elements.size() != 2 || reply.elements[0].as_integer() != 1) return a;
-        a.fence = parse_fence(reply.elements[1].text);
-        if (a.fence) a.verdict = vote::yes;
-        return a;
-    }
-    const auto n = reply.as_integer();
-    if (!n) return a;
-    a.verdict = *n == 1 ? vote::yes : vote::no;
-    if (*n != 1) a.wait = wait_of_refusal(*n);
-    return a;
+    return token_lease::read_acquire(ec, resp);
 }
 
 bool set_acquire_rejected(const response& resp)

@@ -4,6 +4,7 @@
 #include "primitives/mutex/plain_scripts.hpp"
 #include "primitives/rate_limit/rate_scripts.hpp"
 #include "primitives/reentrant/reentrant_scripts.hpp"
+#include "primitives/rwlock/rwlock_scripts.hpp"
 #include "primitives/semaphore/semaphore_scripts.hpp"
 #include "recipes/cache/cache_store.hpp"
 
@@ -52,6 +53,17 @@ std::vector<request> every_script_request(const std::string& name)
     built.push_back(sem::fair_release_and_leave(lease, "r", 50ms));
     built.push_back(sem::fair_release_keeping_place(lease, "r", 50ms));
     built.push_back(sem::set_limit_request(semaphore, 4, "c", 1000ms, 50ms));
+    const auto rw = aux_name(name, "rwlock");
+    namespace rws = detail::rwlock_scripts;
+    lease.keys = {rw};
+    built.push_back(rws::read_acquire_request(rw, lease.token, 1000ms, 50ms));
+    for (const auto step : {fence_step::none, fence_step::read, fence_step::increment})
+        built.push_back(rws::write_acquire_request(rw, lease.token, 1000ms, 2000ms, true, step, 50ms));
+    built.push_back(rws::release_request(lease, "r", 50ms));
+    built.push_back(rws::release_keeping_mark(lease, "r", 50ms));
+    built.push_back(rws::release_write_side(lease, "r", 50ms));
+    built.push_back(rws::read_extend_request(lease, 1000ms, 50ms));
+    built.push_back(rws::read_extend_batch_request({{&lease, 1000ms}, {&lease, 2000ms}}, 50ms));
     for (const auto strategy :
          {redlock::rate_strategy::gcra, redlock::rate_strategy::fixed_window, redlock::rate_strategy::sliding_window})
         built.push_back(detail::rate_scripts::decision_request(
