@@ -87,22 +87,28 @@ public:
     std::uint16_t named_by(std::size_t sentinel) const;
 
     /// SIGKILL of the master; returns once every live Sentinel names another data node and it says ROLE master (the
-    /// time that took: failover_time()), then waits for the group to be ready again. The killed node stays down.
+    /// time that took: failover_time()), then waits for the group to settle (settle_time()). The killed node stays
+    /// down.
     redis_node& kill_master();
     /// What kill_master() does after the kill, for a test that kills the master itself (at `killed_at`), perhaps on
     /// another thread than this call.
     void await_failover(std::uint16_t old_port, std::chrono::steady_clock::time_point killed_at);
     /// SENTINEL FAILOVER (no agreement needed) through the first live Sentinel; returns once every live Sentinel names
     /// the new master and it says ROLE master, then makes the old master its replica (as the Sentinels would, 8 s
-    /// later) and waits for the group to be ready.
+    /// later) and waits for the group to settle.
     void failover();
-    /// How long the last kill_master() or failover() took until every Sentinel named the new master.
+    /// How long the last kill_master(), await_failover() or failover() took until every Sentinel named the new master.
     std::chrono::milliseconds failover_time() const { return failover_time_; }
+    /// How long it took until the group was ready (wait_ready()) with the master it kept: it stayed so, with that
+    /// master, past the moment a Sentinel may still take the new master for down by mistake and fail over again
+    /// (settle(): seen after kills, it left the master without a replica for some 10 s).
+    std::chrono::milliseconds settle_time() const { return settle_time_; }
     /// Starts a data node that kill_master() stopped again, empty, as a replica of the master now; waits until ready.
     void restore(redis_node& node);
 
     /// Waits until the group is ready: every live Sentinel names the master (ROLE master), reports it ok with every
-    /// live replica and Sentinel, and the live replicas acknowledge its writes (WAIT); throws after `limit`.
+    /// live replica and Sentinel and has no failover of it under way, and the live replicas acknowledge its writes
+    /// (WAIT); throws after `limit`.
     void wait_ready(std::chrono::milliseconds limit = std::chrono::seconds(15));
 
     /// The last lines of every process's log, for a test's message when something took long.
@@ -111,14 +117,20 @@ public:
 private:
     [[noreturn]] void fail(const std::string& what) const;
     redis_node* node_on_port(std::uint16_t port);
-    /// Waits until every live Sentinel names a data node other than `old_port` that says ROLE master.
-    void wait_switched(std::uint16_t old_port, std::chrono::steady_clock::time_point since);
+    /// Why the group is not ready (see wait_ready()), or "" with the master's port in `master_port`.
+    std::string not_ready(std::uint16_t& master_port);
+    /// Waits until every live Sentinel names a data node other than `old_port` that says ROLE master; returns its port.
+    std::uint16_t wait_switched(std::uint16_t old_port, std::chrono::steady_clock::time_point since);
+    /// After the switch to `master_port`: waits until the group is ready and stays so with one master until the
+    /// Sentinels can no longer take it for down by mistake; sets settle_time_ from `since`.
+    void settle(std::uint16_t master_port, std::chrono::steady_clock::time_point since);
     void make_replica(redis_node& node, const redis_node& of);
 
     sentinel_group_options options_;
     std::vector<std::unique_ptr<redis_node>> data_;
     std::vector<std::unique_ptr<sentinel_process>> sentinels_;
     std::chrono::milliseconds failover_time_{0};
+    std::chrono::milliseconds settle_time_{0};
 };
 
 }  // namespace redlock::test
