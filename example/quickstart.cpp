@@ -82,7 +82,7 @@ asio::awaitable<void> connect_verbosely(asio::io_context& ctx, redlock::node_con
     redlock::diagnostics diag;
     auto [ec] = co_await conn.async_connect(diag, asio::as_tuple(asio::use_awaitable));
     if (ec) std::cerr << ec.message() << ": " << diag.message() << "\n";
-    std::cout << "connected to a server of version " << conn.server_version() << "\n";
+    std::cout << "connected to " << redlock::to_string(conn.server()) << "\n";  // "redis 7.0.15", "valkey 8.0.1"
 }
 // [connect]
 
@@ -125,8 +125,8 @@ asio::awaitable<void> subscribe(redlock::connection& conn)
     auto [ec] = co_await conn.async_subscribe(channels, diag, asio::as_tuple(asio::use_awaitable));
     if (ec == redlock::error::server_error) std::cerr << diag.server_message() << "\n";  // NOPERM ...
     redlock::request publish;
-    // Redis 7 subscribes sharded channels, which SPUBLISH reaches; 6.x classic ones (PUBLISH).
-    const char* command = conn.server_version() >= 70000 ? "SPUBLISH" : "PUBLISH";
+    // Redis 7 and Valkey subscribe sharded channels, which SPUBLISH reaches; Redis 6.x classic ones (PUBLISH).
+    const char* command = conn.server().has_sharded_pubsub() ? "SPUBLISH" : "PUBLISH";
     publish.push(command, "lock:orders", "order 42 released");  // on the same connection: RESP3 allows it
     co_await conn.async_exec(publish, asio::use_awaitable);
     co_await conn.async_unsubscribe(channels, asio::use_awaitable);

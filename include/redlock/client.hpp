@@ -38,8 +38,8 @@ public:
 
     /// No I/O happens before the constructor returns; zero nodes makes every lock fail with invalid_argument.
     /// An even N works (Q = N/2 + 1) but tolerates no more failures than N - 1 nodes: prefer an odd N.
-    /// `factory` makes each node (default: make_node, a Redis Cluster node for a redis+cluster:// configuration
-    /// and one connection otherwise); a Sentinel node, or a test's fake node, plugs in here.
+    /// `factory` makes each node (default: make_node, a Redis Cluster node for a redis+cluster:// configuration, a
+    /// Sentinel node for a redis+sentinel:// one, and one connection otherwise); a test's fake node plugs in here.
     client(executor_type ex, std::vector<node_config> nodes, node_factory factory = {});
     /// The connections close once no lease or mutex made from this client needs them; close() closes now.
     ~client();

@@ -7,6 +7,7 @@
 #include <redlock/node_config.hpp>
 #include <redlock/request.hpp>
 #include <redlock/response.hpp>
+#include <redlock/server_identity.hpp>
 #include <redlock/stats.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -57,7 +58,11 @@ public:
 
     executor_type get_executor() const noexcept;
     const node_config& config() const noexcept;
-    /// The server's version from the last handshake ("7.0.15" is 70015); 0 before the first one.
+    /// Who the server is (Redis, Valkey, another) and its version, as the HELLO of the last handshake announced
+    /// them; unknown before the first one. The connection's feature gates (SSUBSCRIBE or SUBSCRIBE) read it.
+    server_identity server() const noexcept;
+    /// server().version: the version HELLO announced ("7.0.15" is 70015; Valkey 8.0.1 is 80001, not INFO's
+    /// redis_version); 0 before the first handshake. Compare versions of one kind only: server() says which.
     std::uint32_t server_version() const noexcept;
 
     /// Starts the connection (connect, TLS, HELLO 3 with AUTH/SETNAME, SELECT) and keeps it up: after a failure
@@ -113,10 +118,10 @@ public:
             token, &req);
     }
 
-    /// Subscribes to pub/sub `channels`: sharded channels (SSUBSCRIBE) on Redis >= 7.0, where the library's
-    /// scripts publish with SPUBLISH, classic ones (SUBSCRIBE) on 6.x; the command is chosen when the request is
-    /// written, by the version of the server it is written to (server_version()). SSUBSCRIBE takes channels of one
-    /// hash slot per call (a release channel and its lock key share one, key_layout.hpp). Completes with:
+    /// Subscribes to pub/sub `channels`: sharded channels (SSUBSCRIBE) on Redis >= 7.0 and Valkey, where the
+    /// library's scripts publish with SPUBLISH, classic ones (SUBSCRIBE) on 6.x; the command is chosen when the
+    /// request is written, by the server it is written to (server().has_sharded_pubsub()). SSUBSCRIBE takes channels of
+    /// one hash slot per call (a release channel and its lock key share one, key_layout.hpp). Completes with:
     /// - success: the server confirmed every channel. From then on the connection remembers them and subscribes
     ///   again in the handshake of every reconnect, before it serves queued requests, with the command of the
     ///   server it reconnected to;
@@ -149,7 +154,7 @@ public:
             token, std::move(channels));
     }
 
-    /// Unsubscribes from `channels` (SUNSUBSCRIBE on Redis >= 7.0, UNSUBSCRIBE on 6.x, as async_subscribe
+    /// Unsubscribes from `channels` (SUNSUBSCRIBE on Redis >= 7.0 and Valkey, UNSUBSCRIBE on 6.x, as async_subscribe
     /// subscribed them). The connection forgets them at once: they are not restored
     /// after a reconnect even if this operation fails. Channels never subscribed are fine (the server confirms
     /// them too). Completes when the server confirmed every channel; errors as async_subscribe.
@@ -178,6 +183,15 @@ public:
     /// standalone Redis that keeps its rights. The handler must not block; what it throws is dropped. Replaces any
     /// earlier handler.
     void set_subscription_lost_handler(std::function<void(std::vector<std::string> channels)> handler);
+
+    /// Hears of the end of each session that was connected and did not end by close(): the server closed the
+    /// connection (error::connection_lost), a health check found it silent (error::timeout), it sent malformed data
+    /// (error::protocol_error). Called on the connection's strand once the session's requests were failed (their
+    /// handlers are posted); a connection that reconnects (config().reconnect) then waits for its next attempt, one
+    /// that does not stays disconnected until the next async_connect. A node that must check a server before using it
+    /// again (a Sentinel node asks where the master is now) sets this on connections that do not reconnect. The
+    /// handler must not block; what it throws is dropped. Replaces any earlier handler.
+    void set_disconnect_handler(std::function<void(error_code why)> handler);
 
     /// Receives every server push, raw (pub/sub messages, subscribe confirmations, invalidations...), on the
     /// connection's strand, before the message handler. The handler must not block. Replaces any earlier handler.

@@ -36,6 +36,10 @@ inline std::string aux_name(std::string_view name, std::string_view suffix)
     return out;
 }
 
+/// What a read-write lock's key holds while readers hold it (a writer's key holds its token): a plain lock's SET NX
+/// fails on it as on a holder's token. No reentrant owner may be named so.
+inline constexpr std::string_view readers_marker = "(readers)";
+
 /// The key of a lock's fence counter: `{key}:fence` (or `key:fence`). It never expires (doc/fencing.md).
 inline std::string fence_counter_key(std::string_view lock_key)
 {

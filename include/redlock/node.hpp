@@ -1,10 +1,10 @@
 // "A node": what the quorum layer sends requests to. The seam for Redis Cluster and Sentinel.
 //
-// A node is one connection to one Redis server (make_connection_node) or a Redis Cluster (slot map, MOVED and ASK
-// redirects, a connection per master: a redis+cluster:// URL); make_node picks by the configuration. A
-// Sentinel-discovered master can take its place without touching the primitives: they only ever see nodes. Tests inject
-// fake nodes through the same seam. A client holds one node per Redlock member; a redlock::redis (redis.hpp) is one
-// node behind a handle, where one Redis is meant.
+// A node is one connection to one Redis server (make_connection_node), a Redis Cluster (slot map, MOVED and ASK
+// redirects, a connection per master: a redis+cluster:// URL) or a Sentinel-managed master (asked of the Sentinels,
+// checked with ROLE, followed through failovers: a redis+sentinel:// URL); make_node picks by the configuration. The
+// primitives only ever see nodes. Tests inject fake nodes through the same seam. A client holds one node per Redlock
+// member; a redlock::redis (redis.hpp) is one node behind a handle, where one Redis is meant.
 #pragma once
 
 #include <redlock/connection.hpp>
@@ -13,6 +13,7 @@
 #include <redlock/node_config.hpp>
 #include <redlock/request.hpp>
 #include <redlock/response.hpp>
+#include <redlock/server_identity.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -71,9 +72,10 @@ public:
     /// once, when the client is made: the answer must not change.
     virtual bool cross_slot_requests() const { return true; }
 
-    /// The server's Redis version, as connection::server_version() (70015 for 7.0.15); 0 when unknown. Newer
-    /// commands (SET ... NX GET, Redis >= 7.0) are not sent to a client whose nodes report an older one.
-    virtual std::uint32_t server_version() const { return 0; }
+    /// The node's server and version, as connection::server() (of any of its connections, for a Cluster);
+    /// unknown until one told. Newer commands (SET ... NX GET) are sent only where every node that told has them
+    /// (server_identity's predicates, e.g. has_set_nx_get()). Any thread.
+    virtual server_identity server() const { return {}; }
 
     /// The node's connection counters (client::stats() reports them); zeros for a node that keeps none. Any thread.
     virtual usage get_usage() const { return {}; }
@@ -91,8 +93,11 @@ std::unique_ptr<node> make_connection_node(const boost::asio::any_io_executor& e
 
 /// The default node, what a client, a redis and the CLI make when given no factory: a Redis Cluster node when
 /// `config.cluster` (a redis+cluster:// or rediss+cluster:// URL: the slot map, one connection per master, each
-/// request routed by its routing key's hash slot, MOVED/ASK/TRYAGAIN/CLUSTERDOWN followed within its deadline; see
-/// doc/connection.md), else make_connection_node.
+/// request routed by its routing key's hash slot, MOVED/ASK/TRYAGAIN/CLUSTERDOWN followed within its deadline), a
+/// Sentinel node when `config.sentinel` (a redis+sentinel:// or rediss+sentinel:// URL: the master the Sentinels name,
+/// used once ROLE says it is the master, left for the new one on `+switch-master`, a dropped connection, READONLY or
+/// LOADING; requests sent to the master left fail with connection_lost, those without a master wait for one within
+/// their deadline); see doc/connection.md. Else make_connection_node.
 std::unique_ptr<node> make_node(const boost::asio::any_io_executor& ex, const node_config& config);
 
 }  // namespace redlock

@@ -1,5 +1,5 @@
-// Where a node is and how to talk to it; parsed from a redis://, rediss://, unix://, redis+cluster:// or
-// rediss+cluster:// URL.
+// Where a node is and how to talk to it; parsed from a redis://, rediss://, unix://, redis+cluster://,
+// rediss+cluster://, redis+sentinel:// or rediss+sentinel:// URL.
 #pragma once
 
 #include <redlock/diagnostics.hpp>
@@ -24,12 +24,16 @@ struct tls_options {
     std::string server_name;  ///< name to verify and send as SNI; empty = the URL's host
 };
 
-/// One more member of a Redis Cluster to read the slot map through (a `seed=host:port` of a cluster URL).
-struct cluster_seed {
+/// A server's host and port: one more member of a Redis Cluster to read the slot map through, or one more Sentinel
+/// to ask for the master (a `seed=host:port` of a cluster or sentinel URL).
+struct server_address {
     std::string host;
     std::uint16_t port = 6379;
-    friend bool operator==(const cluster_seed&, const cluster_seed&) = default;
+    friend bool operator==(const server_address&, const server_address&) = default;
 };
+
+/// A `seed=host:port` of a cluster URL (the name it had before Sentinel URLs took seeds too).
+using cluster_seed = server_address;
 
 /// Where a node is and how to talk to it. parse_url makes one from a URL; the timeouts and limits may be changed
 /// before it is given to a client or a connection.
@@ -51,6 +55,16 @@ struct node_config {
     /// settings (auth, TLS, timeouts). False: one server.
     bool cluster = false;
     std::vector<cluster_seed> cluster_seeds;
+    /// A Sentinel-managed master (redis+sentinel://, rediss+sentinel://): host and port are one Sentinel (port 26379
+    /// unless the URL says), `sentinel_seeds` more; the node asks them for the address of the master named
+    /// `sentinel_master`, checks with ROLE that it is the master, and follows its failovers. The credentials above
+    /// (username, password), db and client_name are the master's; the Sentinels get `sentinel_username` and
+    /// `sentinel_password` (no AUTH when the password is empty); both get the TLS settings and the timeouts.
+    bool sentinel = false;
+    std::string sentinel_master;
+    std::vector<server_address> sentinel_seeds;
+    std::string sentinel_username;  ///< empty = "default" when sentinel_password is given
+    std::string sentinel_password;
 
     std::chrono::milliseconds connect_timeout{2000};        ///< connect + TLS + HELLO, per attempt
     std::chrono::milliseconds request_timeout{5000};        ///< default deadline of a request
@@ -75,8 +89,14 @@ struct node_config {
 /// Redis Cluster as `redis+cluster://[user[:password]@]host[:port][?seed=host:port&seed=...]` or
 /// `rediss+cluster://...` (TLS): `cluster` is true and each `seed` (an IPv6 address bare, `seed=::1:7000`, or in
 /// encoded brackets, `seed=%5B::1%5D:7000`) is one more member to read the slot map through; a Cluster has database 0
-/// only. Query parameters: `db`, `client_name`, and for TLS `ca_file`, `cert_file`, `key_file`, `verify` (true|false),
-/// `server_name`. Fails with error::invalid_argument; `diag.client_message()` names what is wrong.
+/// only. A Sentinel-managed master as
+/// `redis+sentinel://[user[:password]@]host[:port]/MASTER-NAME[?seed=host:port&seed=...&db=N]` or
+/// `rediss+sentinel://...` (TLS): `sentinel` is true, host:port (port 26379 by default) and each `seed` are Sentinels,
+/// the path is the master's name (required; percent-encoded when it holds reserved characters), the URL's user and
+/// password are the master's, and `sentinel_user` / `sentinel_password` the Sentinels' (none by default); its database
+/// is the `db` parameter. Query parameters: `db`, `client_name`, and for TLS `ca_file`, `cert_file`, `key_file`,
+/// `verify` (true|false), `server_name`. Fails with error::invalid_argument; `diag.client_message()` names what is
+/// wrong.
 boost::system::result<node_config> parse_url(std::string_view url, diagnostics& diag);
 
 /// As above; throws boost::system::system_error(error::invalid_argument, "what is wrong").

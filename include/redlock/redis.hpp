@@ -1,6 +1,6 @@
 // One Redis deployment: what a rate limiter, a cache's values, a Bloom filter and a fenced resource live on.
-// A standalone server (one redlock::connection behind the node seam) or a Redis Cluster (a redis+cluster:// URL);
-// a Sentinel-managed master is another redlock::node behind the same type.
+// A standalone server (one redlock::connection behind the node seam), a Redis Cluster (a redis+cluster:// URL) or a
+// Sentinel-managed master (a redis+sentinel:// URL): each a redlock::node behind the same type.
 #pragma once
 
 #include <redlock/diagnostics.hpp>
@@ -36,8 +36,8 @@ void start_redis_exec(const std::shared_ptr<redis_impl>& impl, const request& re
 /// One Redis deployment, where "one Redis" is meant: the state of a rate_limiter, a cache_guard's values, a
 /// bloom_filter, the resource of async_fenced_write. A `client` is the other kind: Redlock over N independent
 /// deployments, for locks and semaphores. Behind it is one `node` (node.hpp): by default (make_node) one
-/// connection to a standalone server, or a Redis Cluster node for a redis+cluster:// configuration; a
-/// Sentinel-managed master is another node, and everything that takes a `redis` works on it unchanged.
+/// connection to a standalone server, a Redis Cluster node for a redis+cluster:// configuration or a Sentinel node
+/// for a redis+sentinel:// one; everything that takes a `redis` works on each unchanged.
 /// A cheap handle: copies share one deployment (one connection), and it stays up as long as a copy, or an
 /// object or operation made from one, needs it (as a client's state does); close() closes it now.
 /// Thread safety: every member may be called from any thread.

@@ -131,6 +131,9 @@ public:
     /// write lease, a lease of another lock or kind), lost (the read lease was lost, or released: nothing comes
     /// back), no_quorum and timeout (the read lease comes back). Signature: void(error_code, lease). Cancellation:
     /// none (one attempt, bounded by the node timeout).
+    /// With a token that throws on an error (use_awaitable, use_future), a refusal throws the read lease away with
+    /// its completion: it is released in the background. Keep it with as_tuple:
+    /// `auto [ec, held] = co_await m.async_try_upgrade(std::move(read), as_tuple(use_awaitable));`
     template <boost::asio::completion_token_for<void(error_code, lease)> Token = boost::asio::deferred_t>
     auto async_try_upgrade(lease read, diagnostics& diag, Token&& token = {})
     {

@@ -1,6 +1,8 @@
-// What a client and its connections have done so far, for dashboards and alerts: client::stats() and its
-// Prometheus text, and one connection's own counters (connection::get_usage()).
+// What a client and its connections have done so far, for dashboards and alerts: client::stats(), its Prometheus
+// text and a plain text for logs, and one connection's own counters (connection::get_usage()).
 #pragma once
+
+#include <redlock/server_identity.hpp>
 
 #include <array>
 #include <chrono>
@@ -75,6 +77,7 @@ struct node_stats {
     std::string node;          ///< the node's URL without password
     std::uint64_t errors = 0;  ///< its answers that were failures (timeouts, connection errors, error replies)
     usage connection;          ///< the connection's own counters (connects, disconnects, resubscribes...)
+    server_identity server;    ///< the server it runs, as its HELLO said (node::server()); unknown before
 };
 
 /// A snapshot of a client's counters since it was made. Every lock kind and semaphore of the client counts here.
@@ -101,6 +104,11 @@ struct client_stats {
 /// The snapshot in the Prometheus text exposition format 0.0.4 (`# HELP`, `# TYPE`, counters ending in
 /// `_total`, the latency as a histogram), every name starting with `prefix` + "_". Append it to a /metrics
 /// response; `labels` (e.g. `service="orders"`, already escaped) go on every sample.
+/// Every node's server and version is the gauge `<prefix>_node_server_info{node, server, version}` (value 1).
 std::string to_prometheus(const client_stats& stats, std::string_view prefix = "redlock", std::string_view labels = {});
+
+/// The snapshot as a few lines of plain text, for a log or a terminal: the client's counters, then one line per
+/// node with its server ("node redis://127.0.0.1:7101  server valkey 8.0.1  errors 0  reconnects 0").
+std::string to_text(const client_stats& stats);
 
 }  // namespace redlock

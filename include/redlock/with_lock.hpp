@@ -10,6 +10,17 @@
 
 namespace redlock {
 
+namespace detail {
+/// The same lock with the watchdog on, its other options as they are.
+template <class Lock>
+Lock with_watchdog(const Lock& m)
+{
+    auto options = m.options();
+    options.watchdog = true;
+    return m.with_options(options);
+}
+}  // namespace detail
+
 /// Acquires `m` with the watchdog on (the mutex's options otherwise), runs `body()` or `body(lease)` (a
 /// callable returning `asio::awaitable<R>`; the lease lets it check validity() before a critical write),
 /// releases the lock on every exit path — normal return, exception, cancellation of the caller — and returns
@@ -23,9 +34,7 @@ namespace redlock {
 template <class Body>
 auto with_lock(mutex m, Body body) -> typename detail::held_body<Body, lease>::type
 {
-    auto options = m.options();
-    options.watchdog = true;
-    lease held = co_await m.with_options(options).async_lock(boost::asio::use_awaitable);
+    lease held = co_await detail::with_watchdog(m).async_lock(boost::asio::use_awaitable);
     co_return co_await detail::run_while_held(std::move(held), body);
 }
 
@@ -33,9 +42,7 @@ auto with_lock(mutex m, Body body) -> typename detail::held_body<Body, lease>::t
 template <class Body>
 auto with_lock(shared_mutex m, Body body) -> typename detail::held_body<Body, lease>::type
 {
-    auto options = m.options();
-    options.watchdog = true;
-    lease held = co_await m.with_options(options).async_lock(boost::asio::use_awaitable);
+    lease held = co_await detail::with_watchdog(m).async_lock(boost::asio::use_awaitable);
     co_return co_await detail::run_while_held(std::move(held), body);
 }
 
@@ -44,9 +51,7 @@ auto with_lock(shared_mutex m, Body body) -> typename detail::held_body<Body, le
 template <class Body>
 auto with_shared_lock(shared_mutex m, Body body) -> typename detail::held_body<Body, lease>::type
 {
-    auto options = m.options();
-    options.watchdog = true;
-    lease held = co_await m.with_options(options).async_lock_shared(boost::asio::use_awaitable);
+    lease held = co_await detail::with_watchdog(m).async_lock_shared(boost::asio::use_awaitable);
     co_return co_await detail::run_while_held(std::move(held), body);
 }
 

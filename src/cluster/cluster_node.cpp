@@ -1,9 +1,9 @@
 #include "cluster/asking_request.hpp"
 #include "cluster/cluster_node.hpp"
 #include "cluster/refusal.hpp"
-#include "cluster/slot_lane.hpp"
 #include "cluster/slot_map.hpp"
 #include "common/completion.hpp"
+#include "common/issue_lane.hpp"
 #include "common/key_slot.hpp"
 #include "common/shutdown_registry.hpp"
 
@@ -189,13 +189,13 @@ public:
 
     // --- any thread ------------------------------------------------------------------------------------------
 
-    std::uint32_t server_version() const
+    server_identity server() const
     {
         std::lock_guard lock(links_mutex_);
         for (const auto& [key, link] : links_) {
-            if (auto version = link->conn.server_version(); version != 0) return version;
+            if (auto identity = link->conn.server(); identity.known()) return identity;
         }
-        return 0;
+        return {};
     }
 
     usage get_usage() const
@@ -630,7 +630,8 @@ private:
             co_return;
         }
         request req;
-        const bool shards = conn->server_version() == 0 || conn->server_version() >= 70000;
+        const auto server = conn->server();  // not known yet: CLUSTER SHARDS, CLUSTER SLOTS after its refusal
+        const bool shards = !server.known() || server.has_cluster_shards();
         req.push("CLUSTER", shards ? "SHARDS" : "SLOTS");
         req.set_timeout(config_.request_timeout);
         response resp;
@@ -905,7 +906,7 @@ private:
     std::atomic<bool> closed_{false};
 
     slot_map map_;
-    std::unordered_map<std::uint32_t, slot_lane<op_ptr>> lanes_;
+    std::unordered_map<std::uint32_t, issue_lane<op_ptr>> lanes_;
     std::uint64_t next_seq_ = 0;
 
     bool refreshing_ = false;
@@ -914,7 +915,7 @@ private:
     asio::steady_timer refresh_timer_;
     std::vector<connect_waiter> connect_waiters_;
 
-    mutable std::mutex links_mutex_;  // links_ and retired_usage_: read by get_usage and server_version
+    mutable std::mutex links_mutex_;  // links_ and retired_usage_: read by get_usage and server
     std::map<std::string, std::shared_ptr<master_link>> links_;
     usage retired_usage_;
 
@@ -967,9 +968,9 @@ void cluster_node::set_message_handler(message_handler handler)
     state_->set_message_handler(std::move(handler));
 }
 
-std::uint32_t cluster_node::server_version() const
+server_identity cluster_node::server() const
 {
-    return state_->server_version();
+    return state_->server();
 }
 
 usage cluster_node::get_usage() const

@@ -3,8 +3,8 @@
 //   slot_map.*        the map, read from CLUSTER SHARDS (Redis >= 7) or CLUSTER SLOTS (6.x)
 //   refusal.*         MOVED, ASK, TRYAGAIN and CLUSTERDOWN, read from an error reply
 //   asking_request.*  what an ASK sends: ASKING + the request, as one request
-//   slot_lane.hpp     one slot's issue order across redirects
-//   cluster_node.*    the node: connecting, map refreshes, routing and retries, subscriptions
+//   cluster_node.*    the node: connecting, map refreshes, routing and retries (each slot's issue order across
+//                     redirects kept by a common/issue_lane.hpp), subscriptions
 #pragma once
 
 #include <redlock/node.hpp>
@@ -37,7 +37,7 @@ public:
     void async_unsubscribe(std::vector<std::string> channels, completion handler) override;
     void set_message_handler(message_handler handler) override;
     bool cross_slot_requests() const override { return false; }
-    std::uint32_t server_version() const override;
+    server_identity server() const override;
     usage get_usage() const override;
     void close() override;
 

@@ -23,6 +23,16 @@ inline std::string host_port_text(std::string_view host, std::uint16_t port)
     return out;
 }
 
+/// A port number in 1..65535, all digits; nullopt otherwise.
+inline std::optional<std::uint16_t> read_port(std::string_view text)
+{
+    unsigned long n = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || n == 0 || n > 65535)
+        return std::nullopt;
+    return static_cast<std::uint16_t>(n);
+}
+
 struct host_port {
     std::string_view host;  ///< without brackets; may be empty (the caller decides what that means)
     std::uint16_t port = 0;
@@ -45,11 +55,9 @@ inline std::optional<host_port> read_host_port(std::string_view text)
         out.host = text.substr(0, colon);
         port = text.substr(colon + 1);
     }
-    unsigned long n = 0;
-    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), n);
-    if (port.empty() || ec != std::errc{} || end != port.data() + port.size() || n == 0 || n > 65535)
-        return std::nullopt;
-    out.port = static_cast<std::uint16_t>(n);
+    auto number = read_port(port);
+    if (!number) return std::nullopt;
+    out.port = *number;
     return out;
 }
 

@@ -9,7 +9,6 @@
 
 #include "connection/connection_impl.hpp"
 #include "connection/handshake.hpp"
-#include "connection/server_version.hpp"
 
 #include <redlock/detail/access.hpp>
 
@@ -46,8 +45,8 @@ asio::awaitable<error_code> connection_impl::connect_once(diagnostics& diag)
 
 asio::awaitable<error_code> connection_impl::handshake(diagnostics& diag)
 {
-    // The restores guess the server's version from the last session (subscriptions exist only after one).
-    const bool guess = sharded_pubsub(server_version_.load(std::memory_order_relaxed));
+    // The restores guess the server from the last session (subscriptions exist only after one).
+    const bool guess = server().has_sharded_pubsub();
     const auto sent = make_handshake(config_, subscriptions_.to_restore(), guess);
     std::vector<std::string> dropped;  // channels the server unsubscribed on its own meanwhile
     response replies;
@@ -59,10 +58,10 @@ asio::awaitable<error_code> connection_impl::handshake(diagnostics& diag)
             diag, "unexpected handshake reply from " + config_.to_string() + ": " + outcome.client_message);
     }
     if (outcome.ec) co_return outcome.ec;
-    server_version_.store(outcome.server_version, std::memory_order_relaxed);
-    const bool sharded = sharded_pubsub(outcome.server_version);
+    set_server(outcome.server);
+    const bool sharded = outcome.server.has_sharded_pubsub();
     if (!sent.channels.empty() && sharded != guess) {
-        // The server's version changed across the reconnect: undo the restores, subscribe with its own command.
+        // The server changed across the reconnect: undo the restores, subscribe with its own command.
         const auto again = make_resubscribe(outcome.restored, guess, sent.channels, sharded);
         response more;
         if (auto ec = co_await exchange(again, more, dropped, diag)) co_return ec;

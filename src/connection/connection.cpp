@@ -87,9 +87,14 @@ connection::executor_type connection::get_executor() const noexcept
     return impl_->strand();
 }
 
+server_identity connection::server() const noexcept
+{
+    return impl_->server();
+}
+
 std::uint32_t connection::server_version() const noexcept
 {
-    return impl_->server_version();
+    return impl_->server().version;
 }
 
 const node_config& connection::config() const noexcept
@@ -115,6 +120,13 @@ void connection::set_subscription_lost_handler(std::function<void(std::vector<st
 {
     boost::asio::dispatch(impl_->strand(), [impl = impl_, h = std::move(handler)]() mutable {
         impl->pushes().set_lost_handler(std::move(h));
+    });
+}
+
+void connection::set_disconnect_handler(std::function<void(error_code why)> handler)
+{
+    boost::asio::dispatch(impl_->strand(), [impl = impl_, h = std::move(handler)]() mutable {
+        impl->set_disconnect_handler(std::move(h));
     });
 }
 

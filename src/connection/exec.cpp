@@ -1,5 +1,4 @@
 #include "connection/exec.hpp"
-#include "connection/server_version.hpp"
 
 #include <redlock/detail/access.hpp>
 
@@ -78,7 +77,7 @@ void exec_op::before_write()
     if (!call_ || call_->channels.empty()) return;
     auto conn = conn_.lock();
     if (!conn) return;
-    const bool sharded = sharded_pubsub(conn->server_version());
+    const bool sharded = conn->server().has_sharded_pubsub();
     if (sharded != call_->sharded) call_->build(sharded);
 }
 
@@ -219,7 +218,7 @@ void start_pubsub(const std::shared_ptr<connection_impl>& impl, bool subscribe, 
     call->subscribe = subscribe;
     call->channels = std::move(channels);
     call->diag = diag;
-    call->build(sharded_pubsub(impl->server_version()));  // the last session's guess; before_write checks it
+    call->build(impl->server().has_sharded_pubsub());  // the last session's guess; before_write checks it
     auto op = std::make_shared<exec_op>(impl, std::move(call), std::move(handler));
     asio::dispatch(impl->strand(), [op] { op->start(); });
 }

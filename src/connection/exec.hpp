@@ -48,8 +48,8 @@ public:
     void start();
     void finish(error_code ec) override;
     void confirmed(const resp::value& push) override;
-    /// A subscribe or unsubscribe takes the command of the server it is written to (connection_impl::server_version
-    /// is that of the current session once the writer runs).
+    /// A subscribe or unsubscribe takes the command of the server it is written to (connection_impl::server is
+    /// that of the current session once the writer runs).
     void before_write() override;
     /// The request's deadline passed (the connection's deadline timer took it off its list).
     void on_deadline();

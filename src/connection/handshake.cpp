@@ -85,7 +85,7 @@ handshake_outcome read_handshake(const handshake_request& sent, const response& 
     if (sent.says_hello) {
         const auto& hello = replies[next++];
         if (hello.is_error()) return refused_by_server(hello_error(hello.error_text()), hello);
-        out.server_version = server_version_of_hello(hello);
+        out.server = server_identity_of_hello(hello);
     }
     if (sent.selects_db) {
         if (replies[next].is_error()) return refused_by_server(error::server_error, replies[next]);

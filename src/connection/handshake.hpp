@@ -3,16 +3,17 @@
 // per channel to restore (one each, so that a refusal drops that channel alone). And what its replies mean. Pure:
 // connect.cpp sends it and reads the replies; unit tests feed it replies.
 //
-// The restores subscribe as the server's version calls for (SSUBSCRIBE from Redis 7.0, SUBSCRIBE before), but the
-// version arrives with HELLO's reply, after they were sent: they take the last session's, and when the server's
-// version changed across the reconnect (an upgrade, a downgrade) a second exchange, the resubscription, undoes what
-// they subscribed and subscribes again with the right command.
+// The restores subscribe as the server calls for (SSUBSCRIBE where server_identity::has_sharded_pubsub, SUBSCRIBE
+// elsewhere), but the server's identity arrives with HELLO's reply, after they were sent: they take the last
+// session's, and when the server changed across the reconnect (an upgrade, a downgrade, another server) a second
+// exchange, the resubscription, undoes what they subscribed and subscribes again with the right command.
 #pragma once
 
 #include <redlock/error.hpp>
 #include <redlock/node_config.hpp>
 #include <redlock/request.hpp>
 #include <redlock/response.hpp>
+#include <redlock/server_identity.hpp>
 
 #include <cstdint>
 #include <string>
@@ -31,11 +32,11 @@ struct handshake_request {
     bool sharded = false;               ///< they are SSUBSCRIBEs (else SUBSCRIBEs)
 };
 
-/// The handshake: the restores of `channels` with SSUBSCRIBE when `sharded` (the last session's server was a 7.x),
+/// The handshake: the restores of `channels` with SSUBSCRIBE when `sharded` (the last session's server had it),
 /// else SUBSCRIBE.
 handshake_request make_handshake(const node_config& config, std::vector<std::string> channels, bool sharded = false);
 
-/// The second exchange after a handshake whose restores used the other command than the server's version calls
+/// The second exchange after a handshake whose restores used the other command than the server calls
 /// for: unsubscribes `undo` (the channels they subscribed, with the kin of their command, `undo_sharded`), then
 /// subscribes each of `channels` with the command of the server (`sharded`).
 handshake_request make_resubscribe(std::vector<std::string> undo, bool undo_sharded, std::vector<std::string> channels,
@@ -49,7 +50,7 @@ struct handshake_outcome {
     error_code ec;
     std::string server_message;         ///< the error reply that failed it
     std::string client_message;         ///< what did not answer the request (protocol_error)
-    std::uint32_t server_version = 0;   ///< announced by HELLO (70015 for 7.0.15); 0 if it did not say
+    server_identity server;             ///< announced by HELLO (`server`, `version`); unknown if it did not say
     std::vector<std::string> restored;  ///< channels the server subscribed again
     std::vector<std::string> refused;   ///< channels it refused: no longer kept
 };

@@ -14,6 +14,9 @@
 namespace redlock {
 namespace {
 
+// Where a Sentinel listens unless the URL says.
+constexpr std::uint16_t sentinel_port = 26379;
+
 std::optional<long long> to_number(std::string_view text)
 {
     long long value = 0;
@@ -36,11 +39,11 @@ std::optional<bool> to_bool(std::string_view text)
 }
 
 // A seed's `host:port`, `[v6]:port` (or a bare v6 host: the port is required); nullopt when it is not one.
-std::optional<cluster_seed> to_seed(std::string_view text)
+std::optional<server_address> to_seed(std::string_view text)
 {
     auto read = detail::read_host_port(text);
     if (!read || read->host.empty()) return std::nullopt;
-    cluster_seed seed;
+    server_address seed;
     seed.host = read->host;
     seed.port = read->port;
     return seed;
@@ -50,16 +53,19 @@ std::optional<cluster_seed> to_seed(std::string_view text)
 std::string fill(const boost::urls::url_view& u, node_config& out)
 {
     const std::string scheme = u.scheme();
-    if (scheme == "redis" || scheme == "redis+cluster") {
+    if (scheme == "redis" || scheme == "redis+cluster" || scheme == "redis+sentinel") {
         out.kind = node_config::transport::tcp;
-    } else if (scheme == "rediss" || scheme == "rediss+cluster") {
+    } else if (scheme == "rediss" || scheme == "rediss+cluster" || scheme == "rediss+sentinel") {
         out.kind = node_config::transport::tls;
     } else if (scheme == "unix") {
         out.kind = node_config::transport::unix_socket;
     } else {
-        return "unknown scheme '" + scheme + "' (expected redis, rediss, unix, redis+cluster or rediss+cluster)";
+        return "unknown scheme '" + scheme +
+               "' (expected redis, rediss, unix, redis+cluster, rediss+cluster, redis+sentinel or rediss+sentinel)";
     }
     out.cluster = scheme.ends_with("+cluster");
+    out.sentinel = scheme.ends_with("+sentinel");
+    if (out.sentinel) out.port = sentinel_port;
 
     if (u.has_userinfo()) {
         out.username = u.user();
@@ -79,7 +85,15 @@ std::string fill(const boost::urls::url_view& u, node_config& out)
             out.port = static_cast<std::uint16_t>(*port);
         }
         std::string path = u.path();
-        if (!path.empty() && path != "/") {
+        if (out.sentinel) {
+            // The path is the master's name: one segment, percent-decoded.
+            const auto segments = u.segments();
+            if (segments.size() > 1)
+                return "the path is the master's name alone: '" + path + "' has more (encode a '/' in it as %2F)";
+            if (segments.empty() || (*segments.begin()).empty())
+                return "the master's name is missing: write redis+sentinel://host:port/MASTER-NAME";
+            out.sentinel_master = *segments.begin();
+        } else if (!path.empty() && path != "/") {
             auto db = to_number(std::string_view(path).substr(1));
             if (!db || *db < 0 || *db > 1'000'000) return "database '" + path.substr(1) + "' is not a number >= 0";
             out.db = static_cast<int>(*db);
@@ -107,19 +121,42 @@ std::string fill(const boost::urls::url_view& u, node_config& out)
             auto verify = to_bool(value);
             if (!verify) return "verify='" + value + "' is not true or false";
             out.tls.verify_peer = *verify;
-        } else if (key == "seed" && out.cluster) {
+        } else if (key == "seed" && (out.cluster || out.sentinel)) {
             auto seed = to_seed(value);
             if (!seed) return "seed '" + value + "' is not host:port";
-            out.cluster_seeds.push_back(*std::move(seed));
+            (out.cluster ? out.cluster_seeds : out.sentinel_seeds).push_back(*std::move(seed));
         } else if (key == "seed") {
-            return "'seed' is a parameter of redis+cluster:// and rediss+cluster:// URLs only";
+            return "'seed' is a parameter of cluster and sentinel URLs only (redis+cluster://, redis+sentinel://...)";
+        } else if ((key == "sentinel_user" || key == "sentinel_password") && out.sentinel) {
+            (key == "sentinel_user" ? out.sentinel_username : out.sentinel_password) = value;
+        } else if (key == "sentinel_user" || key == "sentinel_password") {
+            return "'" + key + "' is a parameter of redis+sentinel:// and rediss+sentinel:// URLs only";
         } else {
             return "unknown parameter '" + key + "'";
         }
     }
     // Redis Cluster serves database 0 only (SELECT fails there).
     if (out.cluster && out.db != 0) return "a Redis Cluster has database 0 only";
+    if (!out.sentinel_username.empty() && out.sentinel_password.empty())
+        return "sentinel_user needs sentinel_password (a user without a password is not sent)";
     return {};
+}
+
+// `text` percent-encoded but for the unreserved characters, so that it reads back as it is (a master's name).
+void append_encoded(std::string& out, std::string_view text)
+{
+    static constexpr char hex[] = "0123456789ABCDEF";
+    for (const unsigned char c : text) {
+        const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                           c == '.' || c == '_' || c == '~';
+        if (plain) {
+            out += static_cast<char>(c);
+        } else {
+            out += '%';
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        }
+    }
 }
 
 }  // namespace
@@ -131,10 +168,10 @@ std::string node_config::to_string() const
         case transport::unix_socket:
             return "unix://" + path;
         case transport::tls:
-            out = cluster ? "rediss+cluster://" : "rediss://";
+            out = cluster ? "rediss+cluster://" : sentinel ? "rediss+sentinel://" : "rediss://";
             break;
         case transport::tcp:
-            out = cluster ? "redis+cluster://" : "redis://";
+            out = cluster ? "redis+cluster://" : sentinel ? "redis+sentinel://" : "redis://";
             break;
     }
     // Appends only: g++ 12 at -O3 reports a false -Wrestrict in `"literal" + std::to_string(n)` (libstdc++'s
@@ -144,16 +181,33 @@ std::string node_config::to_string() const
         out += '@';
     }
     out += detail::host_port_text(host, port);
-    if (db != 0) {
+    if (sentinel) {
+        out += '/';
+        append_encoded(out, sentinel_master);
+    } else if (db != 0) {
         out += '/';
         out += std::to_string(db);
     }
     // A query cannot hold brackets unencoded: a seed's IPv6 address goes bare, its last colon before the port.
-    for (std::size_t i = 0; i < cluster_seeds.size(); ++i) {
-        out += i == 0 ? "?seed=" : "&seed=";
-        out += cluster_seeds[i].host;
-        out += ':';
-        out += std::to_string(cluster_seeds[i].port);
+    char separator = '?';
+    auto parameter = [&](std::string_view key, std::string_view value) {
+        out += separator;
+        separator = '&';
+        out += key;
+        out += '=';
+        out += value;
+    };
+    for (const auto& seed : sentinel ? sentinel_seeds : cluster_seeds) {
+        std::string text = seed.host;
+        text += ':';
+        text += std::to_string(seed.port);
+        parameter("seed", text);
+    }
+    if (sentinel && db != 0) parameter("db", std::to_string(db));
+    if (sentinel && !sentinel_username.empty()) {
+        std::string user;
+        append_encoded(user, sentinel_username);
+        parameter("sentinel_user", user);
     }
     return out;
 }
@@ -168,7 +222,8 @@ boost::system::result<node_config> parse_url(std::string_view url, diagnostics& 
     auto parsed = boost::urls::parse_uri(url);
     if (!parsed)
         return fail(
-            "not a URL (expected redis://host:port, rediss://host:port, unix:///path or redis+cluster://host:port)");
+            "not a URL (expected redis://host:port, rediss://host:port, unix:///path, redis+cluster://host:port or "
+            "redis+sentinel://host:port/MASTER-NAME)");
     node_config out;
     if (auto why = fill(*parsed, out); !why.empty()) return fail(std::move(why));
     return out;

@@ -90,7 +90,8 @@ asio::awaitable<void> connection_impl::run_loop()
         error_code ec = co_await connect_once(diag);
         if (state() == connection_state::closed) break;
         tell_connect_waiters(connect_waiters_, ec, diag);
-        if (!ec) {
+        const bool served = !ec;
+        if (served) {
             set_state(connection_state::connected);
             atomic_usage::add(stats_.connects);
             backoff_ = std::chrono::milliseconds(0);
@@ -102,10 +103,16 @@ asio::awaitable<void> connection_impl::run_loop()
         transport_->close();
         if (state() == connection_state::closed) break;
         set_state(connection_state::disconnected);
-        mpx_.fail_all(
-            ec == error::protocol_error || ec == error::timeout ? ec : make_error_code(error::connection_lost),
-            error::not_connected);
+        const error_code why =
+            ec == error::protocol_error || ec == error::timeout ? ec : make_error_code(error::connection_lost);
+        mpx_.fail_all(why, error::not_connected);
         subscriptions_.connection_lost();
+        if (served && disconnect_handler_) {
+            try {
+                disconnect_handler_(why);
+            } catch (...) {
+            }
+        }
         if (!config_.reconnect) co_return;
         backoff_timer_.expires_after(next_backoff());
         co_await backoff_timer_.async_wait(use_tuple);

@@ -1,7 +1,8 @@
-// The Redis version a server announces in its HELLO reply, as one comparable number.
+// Who the server is and which version it runs, as its HELLO reply announces them (server_identity.hpp).
 #pragma once
 
 #include <redlock/resp/value.hpp>
+#include <redlock/server_identity.hpp>
 
 #include <cstdint>
 #include <string_view>
@@ -11,14 +12,12 @@ namespace redlock::detail {
 /// "7.0.15" -> 70015 (major * 10000 + minor * 100 + patch); 0 when the text is not such a version.
 std::uint32_t parse_server_version(std::string_view text) noexcept;
 
-/// The "version" field of a HELLO 3 reply (a map), parsed; 0 when there is none.
-std::uint32_t server_version_of_hello(const resp::value& hello) noexcept;
+/// The identity of HELLO's `server` and `version` fields: `redis` and `valkey` by name (any case), another name
+/// (or none, with a version) is `other`; neither field is `unknown`.
+server_identity make_server_identity(std::string_view server, std::string_view version) noexcept;
 
-/// Whether a connection to a server of `version` subscribes with SSUBSCRIBE (sharded pub/sub, Redis >= 7.0: what
-/// the scripts' SPUBLISH reaches, within the shard on a Cluster) rather than SUBSCRIBE (6.x, or a version unknown).
-inline bool sharded_pubsub(std::uint32_t version) noexcept
-{
-    return version >= 70000;
-}
+/// The `server` and `version` fields of a HELLO 3 reply (a map), read as make_server_identity does; unknown when
+/// the reply is not a map.
+server_identity server_identity_of_hello(const resp::value& hello) noexcept;
 
 }  // namespace redlock::detail

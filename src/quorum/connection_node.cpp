@@ -33,7 +33,7 @@ public:
         conn_.async_unsubscribe(std::move(channels), std::move(handler));
     }
     void set_message_handler(message_handler handler) override { conn_.set_message_handler(std::move(handler)); }
-    std::uint32_t server_version() const override { return conn_.server_version(); }
+    server_identity server() const override { return conn_.server(); }
     usage get_usage() const override { return conn_.get_usage(); }
     void close() override { conn_.close(); }
 

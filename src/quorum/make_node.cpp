@@ -1,5 +1,7 @@
-// The default node factory: a Redis Cluster node for a cluster URL, one connection otherwise.
+// The default node factory: a Redis Cluster node for a cluster URL, a Sentinel node for a sentinel URL, one
+// connection otherwise.
 #include "cluster/cluster_node.hpp"
+#include "sentinel/sentinel_node.hpp"
 
 #include <redlock/node.hpp>
 
@@ -7,7 +9,9 @@ namespace redlock {
 
 std::unique_ptr<node> make_node(const boost::asio::any_io_executor& ex, const node_config& config)
 {
-    return config.cluster ? detail::make_cluster_node(ex, config) : make_connection_node(ex, config);
+    if (config.cluster) return detail::make_cluster_node(ex, config);
+    if (config.sentinel) return detail::make_sentinel_node(ex, config);
+    return make_connection_node(ex, config);
 }
 
 }  // namespace redlock

@@ -87,12 +87,13 @@ public:
     std::uint64_t errors(std::size_t i) const noexcept { return (*errors_)[i].load(std::memory_order_relaxed); }
     /// Every node runs requests whose keys span hash slots (node::cross_slot_requests; asked once).
     bool cross_slot_requests() const noexcept { return cross_slot_requests_; }
-    /// True unless a node told a Redis version older than `version` (nodes that have not told yet do not count).
-    bool none_known_older_than(std::uint32_t version) const
+    /// True unless a node told a server that lacks `feature` (a server_identity predicate, such as
+    /// &server_identity::has_set_nx_get); nodes that have not told yet do not count.
+    bool none_known_lacking(bool (server_identity::*feature)() const noexcept) const
     {
-        return std::none_of(nodes_.begin(), nodes_.end(), [version](const auto& n) {
-            const auto v = n->server_version();
-            return v != 0 && v < version;
+        return std::none_of(nodes_.begin(), nodes_.end(), [feature](const auto& n) {
+            const auto server = n->server();
+            return server.known() && !(server.*feature)();
         });
     }
 

@@ -31,7 +31,7 @@ BOOST_AUTO_TEST_CASE(sixteen_processes_increment_a_counter_exactly_despite_a_pau
     cluster lock_nodes(5);
     redis_node counter;
     counter.cli({"SET", "counter", "0"});
-    const std::string redis_cli = find_executable("redis-cli", "REDLOCK_REDIS_CLI");
+    const std::string redis_cli = cli_program();
     const std::string rc = redis_cli + " -p " + std::to_string(counter.port());
 
     // The critical section: read, take a moment (so unprotected runs would interleave), write back.

@@ -126,6 +126,8 @@ BOOST_AUTO_TEST_CASE(a_killed_waiting_writer_stops_blocking_readers_within_its_w
             const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(steady_clock::now() - killed);
             BOOST_TEST(late.exit_code == 0, "the dead writer still blocks readers: " << late.err);
             BOOST_TEST_MESSAGE("a reader got in " << took.count() << " ms after the waiting writer was killed");
+            // Its waiter TTL (3 s) after its last attempt, and a margin: not the marks key's expiry (6 s after it).
+            BOOST_TEST(took.count() < 4500, "the dead writer's mark outlived its waiter TTL");
             BOOST_TEST(wait_for_exit(reader, 100ms) == false, "the first reader must still hold");
             std::ofstream(gate).put('\n');
             BOOST_REQUIRE(wait_for_exit(reader, 10'000ms, &status));

@@ -51,7 +51,7 @@ class counter_run {
 public:
     counter_run(sharded_cluster& cluster, std::vector<std::string> exec_options = {}) : cluster_(cluster)
     {
-        const std::string redis_cli = find_executable("redis-cli", "REDLOCK_REDIS_CLI");
+        const std::string redis_cli = cli_program();
         const std::string rc = redis_cli + " -p " + std::to_string(counters_.port());
         dir_ = make_temp_dir("redlock-cluster-counter-");
         for (std::size_t shard = 0; shard < cluster.shards(); ++shard) {

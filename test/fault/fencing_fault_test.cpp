@@ -479,7 +479,7 @@ return {1, t}
     const auto b_token_file = dir + "/b-token";
     const auto b_reply_file = dir + "/b-reply";
     const auto b_output = dir + "/b-output";
-    const auto redis_cli = redlock::test::find_executable("redis-cli");
+    const auto redis_cli = redlock::test::cli_program();
 
     std::uint64_t ta = 0;
     redlock::lease la;

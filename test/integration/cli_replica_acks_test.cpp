@@ -34,8 +34,7 @@ std::vector<std::string> lines(const std::string& text)
 BOOST_AUTO_TEST_CASE(exec_runs_the_command_once_the_replica_has_the_lock)
 {
     replicated_node nodes;
-    const auto replica_get = find_executable("redis-cli", "REDLOCK_REDIS_CLI") + " -p " +
-                             std::to_string(nodes.replica().port()) + " GET acks:job";
+    const auto replica_get = cli_program() + " -p " + std::to_string(nodes.replica().port()) + " GET acks:job";
     auto r = redlock_cli({"exec", "--nodes", nodes.master.url(), "--key", "acks:job", "--replica-acks", "1",
                           "--replica-ack-timeout", "1s", "--", "sh", "-c", replica_get + "; echo $REDLOCK_TOKEN"});
     BOOST_TEST(r.exit_code == 0, r.err);
@@ -49,8 +48,8 @@ BOOST_AUTO_TEST_CASE(exec_runs_the_command_once_the_replica_has_the_lock)
 BOOST_AUTO_TEST_CASE(exec_takes_a_permit_the_replica_has)
 {
     replicated_node nodes;
-    const auto replica_score = find_executable("redis-cli", "REDLOCK_REDIS_CLI") + " -p " +
-                               std::to_string(nodes.replica().port()) + " ZSCORE acks:pool $REDLOCK_PERMIT_ID";
+    const auto replica_score =
+        cli_program() + " -p " + std::to_string(nodes.replica().port()) + " ZSCORE acks:pool $REDLOCK_PERMIT_ID";
     auto r = redlock_cli({"exec", "--nodes", nodes.master.url(), "--key", "acks:pool", "--limit", "3", "--replica-acks",
                           "1", "--replica-ack-timeout", "1s", "--", "sh", "-c", replica_score});
     BOOST_TEST(r.exit_code == 0, r.err);

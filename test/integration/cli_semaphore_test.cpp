@@ -38,7 +38,7 @@ command_result redlock_cli(std::vector<std::string> args, std::chrono::milliseco
 
 std::string redis_cli(const redis_node& node)
 {
-    return find_executable("redis-cli", "REDLOCK_REDIS_CLI") + " -h 127.0.0.1 -p " + std::to_string(node.port());
+    return cli_program() + " -h 127.0.0.1 -p " + std::to_string(node.port());
 }
 
 // Permits in the semaphore's sorted set on each running node, summed: one member each, and `exec` takes one unit.

@@ -40,7 +40,7 @@ command_result redlock_cli(std::vector<std::string> args, std::chrono::milliseco
 
 std::string redis_cli_path()
 {
-    return find_executable("redis-cli", "REDLOCK_REDIS_CLI");
+    return cli_program();
 }
 
 std::size_t nodes_with_key(const cluster& nodes, const std::string& key)
@@ -626,6 +626,10 @@ BOOST_AUTO_TEST_CASE(status_shows_holder_ttl_and_reachability)
     for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"SET", "job", "tok-1", "PX", "20000"});
     auto r = redlock_cli({"status", "--nodes", comma_joined(nodes.urls()), "--key", "job"});
     BOOST_TEST(r.exit_code == 0, "stderr: " << r.err);
+    // Each node's line names its server as HELLO did ("reachable  server valkey 8.0.1  holder ...").
+    const auto server = redlock::to_string(server_of_info(nodes[0].cli({"INFO", "server"})));
+    BOOST_TEST(r.out.find(nodes.urls()[0] + "  reachable  server " + server + "  holder tok-1") != std::string::npos,
+               "stdout: " << r.out);
     BOOST_TEST(r.out.find("holder tok-1") != std::string::npos, "stdout: " << r.out);
     BOOST_TEST(r.out.find("ttl ") != std::string::npos);
     BOOST_TEST(r.out.find("held by tok-1 on 3 of 3 nodes") != std::string::npos, "stdout: " << r.out);

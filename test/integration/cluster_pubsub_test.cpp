@@ -100,7 +100,7 @@ BOOST_AUTO_TEST_CASE(a_release_script_publishes_to_the_subscriber_at_the_lock_ke
     subscriber sub(ctx, master);
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         co_await sub.conn.async_connect(asio::use_awaitable);
-        BOOST_TEST(sub.conn.server_version() >= 70000u);
+        BOOST_TEST(sub.conn.server().has_sharded_pubsub());
         const channels release{redlock::release_channel(key)};
         co_await sub.conn.async_subscribe(release, asio::use_awaitable);
         BOOST_TEST(master.cli({"SET", key, "tok"}) == "OK");

@@ -1,4 +1,4 @@
-// The plain-command acquire (SET key token NX PX ttl GET + PTTL) against real Redis 7 nodes: it is what a
+// The plain-command acquire (SET key token NX PX ttl GET + PTTL) against real Redis 7 (or Valkey) nodes: it is what a
 // one-key lock sends first, it never overwrites a holder, its refusal carries the holder's TTL, and a node that
 // rejects it does not stop the lock (the script takes over).
 #include <redlock/redlock.hpp>
@@ -14,6 +14,8 @@
 #include <common/servers/lock_checks.hpp>
 #include <common/servers/redis_node.hpp>
 #include <common/servers/redis_rig.hpp>
+#include <map>
+#include <sstream>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -53,25 +55,36 @@ BOOST_AUTO_TEST_CASE(a_one_key_lock_on_redis_7_is_one_set_per_node)
     });
 }
 
-BOOST_AUTO_TEST_CASE(server_version_is_the_one_info_reports)
+// The connection records who the server is from HELLO's `server` and `version`: Redis 7.0.15 on Redis, Valkey 8.0.1
+// on Valkey, whose INFO says redis_version:7.2.4 (a compatibility field) beside server_name and valkey_version.
+BOOST_AUTO_TEST_CASE(the_server_identity_is_the_one_hello_reports)
 {
     cluster nodes(1);
     asio::io_context ctx;
     redlock::connection conn(ctx.get_executor(), configs(nodes)[0]);
-    BOOST_TEST(conn.server_version() == 0u);  // no handshake yet
+    BOOST_TEST(!conn.server().known());  // no handshake yet
+    BOOST_TEST(conn.server_version() == 0u);
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         auto [ec] = co_await conn.async_connect(use_tuple);
         BOOST_TEST_REQUIRE(!ec);
     });
+    // HELLO 3 as the command-line client prints it: one "field value" line per map entry.
+    std::map<std::string, std::string> hello;
+    std::istringstream lines(nodes[0].cli({"HELLO", "3"}));
+    for (std::string line; std::getline(lines, line);) {
+        const auto space = line.find(' ');
+        if (space != std::string::npos) hello[line.substr(0, space)] = line.substr(space + 1);
+    }
+    const auto server = conn.server();
+    BOOST_TEST(redlock::to_string(server.kind) == hello["server"]);
+    BOOST_TEST(redlock::version_text(server.version) == hello["version"]);
+    BOOST_TEST(conn.server_version() == server.version);
+    // The same as INFO's own fields for the server's name and version, and the server the fixture started.
     const auto info = nodes[0].cli({"INFO", "server"});
-    const auto at = info.find("redis_version:") + std::string("redis_version:").size();
-    const auto text = info.substr(at, info.find_first_of("\r\n", at) - at);
-    const auto first_dot = text.find('.'), second_dot = text.find('.', first_dot + 1);
-    const auto expected = std::stoul(text.substr(0, first_dot)) * 10000 +
-                          std::stoul(text.substr(first_dot + 1, second_dot - first_dot - 1)) * 100 +
-                          std::stoul(text.substr(second_dot + 1));
-    BOOST_TEST(conn.server_version() == expected, text);
-    BOOST_TEST(conn.server_version() >= 70000u);  // the fixture's servers have SET NX GET
+    BOOST_TEST((server == redlock::test::server_of_info(info)), redlock::to_string(server) << " vs\n" << info);
+    BOOST_TEST((server.kind == redlock::test::test_server()));
+    BOOST_TEST(server.has_set_nx_get());  // the fixture's servers have SET NX GET
+    BOOST_TEST(server.has_sharded_pubsub());
 }
 
 // SET NX never overwrites a holder: the refusal leaves its token and TTL alone, reports a refusal (not a

@@ -301,6 +301,31 @@ BOOST_DATA_TEST_CASE(a_dead_readers_share_ends_at_its_own_ttl, setups, s)
     });
 }
 
+// A reader whose token holds the name as a write key on a node (a conversion's request that landed there after its
+// clean-up, over a reset connection) turns it into its reader's entry at its next extension: the watchdog must not
+// keep such a key alive, which would refuse every other reader on that node for the whole read hold.
+BOOST_DATA_TEST_CASE(a_readers_extension_turns_a_write_key_of_its_own_token_into_its_entry, setups, s)
+{
+    redis_rig rig(s, 1);
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        shared_mutex m(rig.client(), key, options(5000ms));
+        auto [ec, read] = co_await m.async_lock_shared(use_tuple);
+        BOOST_REQUIRE(!ec);
+        rig.nodes[0].cli({"SET", key, read.token(), "PX", "5000"});  // the stray write key, in the marker's place
+        auto [extended] = co_await read.async_extend(use_tuple);
+        BOOST_TEST(!extended, extended.message());
+        BOOST_TEST(rig.nodes[0].cli({"GET", key}) == std::string(redlock::readers_marker));
+        BOOST_TEST(!rig.nodes[0].cli({"ZSCORE", redlock::aux_name(key, "readers"), read.token()}).empty());
+        // Another reader gets in on node 0 too: on one node only there, and over 3 (one down) it needs node 0.
+        auto [other_ec, other] = co_await m.async_try_lock_shared(use_tuple);
+        BOOST_TEST(!other_ec, other_ec.message());
+        co_await other.async_release(use_tuple);
+        co_await read.async_release(use_tuple);
+    });
+    BOOST_TEST(keys_left(rig.nodes, s).empty(), keys_left(rig.nodes, s));
+}
+
 // A writer whose process stopped while it waited leaves its mark on the nodes: new readers wait behind it, until its
 // heartbeat ends (its waiter TTL after its last attempt), and then get in.
 BOOST_DATA_TEST_CASE(a_dead_waiting_writer_stops_blocking_readers_within_its_waiter_ttl, setups, s)
@@ -329,8 +354,54 @@ BOOST_DATA_TEST_CASE(a_dead_waiting_writer_stops_blocking_readers_within_its_wai
         redlock::diagnostics diag;
         auto [late, second] = co_await m.with_options(options(5000ms, 10'000ms)).async_lock_shared(diag, use_tuple);
         BOOST_TEST(!late, late.message() << ": " << diag.message());
-        BOOST_TEST((steady::now() - marked >= 500ms), "the mark ended before the dead writer's heartbeat could");
+        const auto took = steady::now() - marked;
+        BOOST_TEST((took >= 500ms), "the mark ended before the dead writer's heartbeat could");
+        // Its waiter TTL (1 s) after its last attempt, plus a margin for a loaded machine: not the lock's TTL (5 s)
+        // nor the marks key's expiry (two waiter TTLs after it was last renewed).
+        BOOST_TEST((took < 1900ms), "the dead writer's mark outlived its waiter TTL: "
+                                        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                                        << " ms");
         co_await second.async_release(use_tuple);
+        co_await reader.async_release(use_tuple);
+    });
+}
+
+// A writer that waited (marking with a long waiter TTL), was granted, and died holding: its mark goes with its key
+// (the grant shortened it to the key's TTL), so readers get in once the key's TTL ran out, not its waiter TTL.
+BOOST_DATA_TEST_CASE(a_writer_that_dies_holding_blocks_readers_only_until_its_keys_ttl, setups, s)
+{
+    redis_rig rig(s, 1);
+    asio::io_context dead_ctx;
+    redlock::client dead_client(dead_ctx.get_executor(), configs(rig.nodes));
+    lease dead_write;  // never released: its context stops first
+    run_coro(dead_ctx, [&]() -> asio::awaitable<void> {
+        co_await dead_client.async_connect(asio::use_awaitable);
+        auto [ec, read] = co_await shared_mutex(dead_client, key, options()).async_lock_shared(use_tuple);
+        BOOST_REQUIRE(!ec);
+        auto o = options(1000ms);
+        o.waiter_ttl = 20'000ms;
+        std::optional<error_code> granted;
+        shared_mutex(dead_client, key, o).async_lock([&](error_code e, lease l) {
+            granted = e;
+            dead_write = std::move(l);
+        });
+        co_await sleep_for(200ms);  // refused by the reader: marked for 20 s
+        co_await read.async_release(use_tuple);
+        const auto released = steady::now();
+        while (!granted && steady::now() - released < 5s) co_await sleep_for(5ms);
+        BOOST_REQUIRE(granted.has_value());
+        BOOST_REQUIRE(!*granted);
+    });
+    dead_ctx.stop();
+    const auto died = steady::now();
+    rig.run([&]() -> asio::awaitable<void> {
+        co_await rig.client().async_connect(asio::use_awaitable);
+        shared_mutex m(rig.client(), key, options(5000ms, 30'000ms));
+        auto [ec, reader] = co_await m.async_lock_shared(use_tuple);
+        BOOST_TEST(!ec, ec.message());
+        const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - died);
+        BOOST_TEST_MESSAGE("a reader got in " << took.count() << " ms after a holding writer died (TTL 1 s)");
+        BOOST_TEST(took.count() < 3000, "the dead holder's mark outlived its key");
         co_await reader.async_release(use_tuple);
     });
 }
@@ -388,9 +459,17 @@ BOOST_DATA_TEST_CASE(an_upgrade_succeeds_only_for_the_only_reader, setups, s)
         BOOST_TEST(refused == error::not_acquired);
         BOOST_REQUIRE(back);
         BOOST_TEST(back.token() == token);
-        auto [writer_refused, none] = co_await m.async_try_lock(use_tuple);
-        BOOST_TEST(writer_refused == error::not_acquired, "the refused upgrade left a write key behind");
+        // The refused upgrade gave its write key back and kept the reader's entry (on a quorum: the grant may not
+        // have reached every node yet), and once `second` is gone `back`'s entry alone still refuses a writer.
+        std::size_t entries = 0;
+        for (std::size_t i = 0; i + static_cast<std::size_t>(s.down) < rig.nodes.size(); ++i) {
+            BOOST_TEST(rig.nodes[i].cli({"GET", key}) != token, "node " << i << " kept the upgrade's write key");
+            if (!rig.nodes[i].cli({"ZSCORE", redlock::aux_name(key, "readers"), token}).empty()) ++entries;
+        }
+        BOOST_TEST(entries >= rig.nodes.size() / 2 + 1);
         co_await second.async_release(use_tuple);
+        auto [writer_refused, none] = co_await m.async_try_lock(use_tuple);
+        BOOST_TEST(writer_refused == error::not_acquired, "the refused upgrade took the reader's entry away");
         auto [up, write] = co_await m.async_try_upgrade(std::move(back), use_tuple);
         BOOST_REQUIRE_MESSAGE(!up, up.message());
         BOOST_TEST(write.token() == token);

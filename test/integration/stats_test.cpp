@@ -144,6 +144,22 @@ BOOST_AUTO_TEST_CASE(stats_count_what_the_client_did_and_render_for_prometheus)
     BOOST_TEST(value(R"(redlock_extensions_total{result="ok",service="orders"})") == 1.0);
     BOOST_TEST(value("redlock_node_errors_total{node=\"" + s.nodes[2].node + "\",service=\"orders\"}") ==
                static_cast<double>(s.nodes[2].errors));
+    // Each node's server as its HELLO said (the fixture's redis-server or valkey-server); the killed node never
+    // connected: unknown.
+    const auto server = redlock::test::server_of_info(rig.nodes[0].cli({"INFO", "server"}));
+    BOOST_TEST((s.nodes[0].server == server), redlock::to_string(s.nodes[0].server));
+    BOOST_TEST(!s.nodes[2].server.known());
+    BOOST_TEST(value("redlock_node_server_info{node=\"" + s.nodes[0].node + "\",server=\"" +
+                     std::string(redlock::to_string(server.kind)) + "\",service=\"orders\",version=\"" +
+                     redlock::version_text(server.version) + "\"}") == 1.0);
+    BOOST_TEST(value("redlock_node_server_info{node=\"" + s.nodes[2].node +
+                     "\",server=\"unknown\",service=\"orders\",version=\"\"}") == 1.0);
+    const auto plain = redlock::to_text(s);
+    BOOST_TEST(plain.find("acquires 3  failures 2 (not_acquired 1, invalid_argument 1)") == 0u, plain);
+    BOOST_TEST(plain.find("node " + s.nodes[0].node + "  server " + redlock::to_string(server) + "  errors 0") !=
+                   std::string::npos,
+               plain);
+    BOOST_TEST(plain.find("node " + s.nodes[2].node + "  server unknown  errors ") != std::string::npos, plain);
 }
 
 // A holder that never releases (its process gone): no release message comes, and the waiter wakes when the

@@ -16,9 +16,10 @@ BELOW = {
     "resp": ["common"],
     "connection": ["common", "resp"],
     "cluster": ["common", "resp", "connection"],  # a Redis Cluster node: routes over connections
-    "quorum": ["common", "resp", "connection", "cluster"],
-    "primitives/common": ["common", "resp", "connection", "cluster", "quorum"],
-    "primitives/<x>": ["common", "resp", "connection", "cluster", "quorum", "primitives/common"],
+    "sentinel": ["common", "resp", "connection"],  # a Sentinel-managed master's node: follows it over connections
+    "quorum": ["common", "resp", "connection", "cluster", "sentinel"],
+    "primitives/common": ["common", "resp", "connection", "cluster", "sentinel", "quorum"],
+    "primitives/<x>": ["common", "resp", "connection", "cluster", "sentinel", "quorum", "primitives/common"],
     "recipes/<x>": ["common"],  # a recipe composes primitives through their public headers
     "cli": [],  # the redlock tool: the public API only
 }

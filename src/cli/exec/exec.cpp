@@ -45,8 +45,6 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr auto rethrow = [](std::exception_ptr e) {
     if (e) std::rethrow_exception(e);
 };
-// What the lock's key holds while readers of the read-write lock hold it (doc/algorithms.md, "Read-write lock").
-constexpr std::string_view readers_marker = "(readers)";
 
 double ms_since(clock::time_point start)
 {
@@ -119,7 +117,6 @@ private:
     asio::awaitable<void> connect();
     asio::awaitable<std::tuple<error_code, held_grant>> acquire(const lock_options& lo, diagnostics& diag);
     asio::awaitable<std::tuple<error_code, held_grant>> acquire_plain(lock_options lo, diagnostics& diag);
-    asio::awaitable<bool> held_by_readers();
     bool semaphore_mode() const noexcept { return o_.limit > 1; }
     std::string what() const;
     std::string_view refusal() const noexcept
@@ -317,16 +314,15 @@ asio::awaitable<std::tuple<error_code, held_grant>> exec_session::acquire(const 
     co_return std::tuple{ec, held_grant(std::move(held))};
 }
 
-// An exec without --shared is the plain lock: a key no reader uses costs it what it always did (SET NX, sleeping
-// until a release message). Readers do not wait for a plain waiter, though, so once it finds them holding it waits
-// as the read-write lock's writer instead: its marks hold back the readers that come after it, or a stream of
-// overlapping readers would keep it out for good. Its key is the plain lock's either way.
+// An exec without --shared is the plain lock when it gets the key at once: uncontended, it costs what it always did
+// (SET NX). If it must wait, it waits as the read-write lock's writer, whose marks hold back the readers that come
+// after it: readers do not wait for a plain waiter, and a stream of overlapping `--shared` execs would keep it out
+// for good. Its key is the plain lock's either way.
 asio::awaitable<std::tuple<error_code, held_grant>> exec_session::acquire_plain(lock_options lo, diagnostics& diag)
 {
     auto token = asio::bind_cancellation_slot(cancel_op_.slot(), use_tuple);
     const auto start = clock::now();
-    mutex plain(client_, o_.key, lo);
-    auto [ec, held] = co_await plain.async_try_lock(diag, token);
+    auto [ec, held] = co_await mutex(client_, o_.key, lo).async_try_lock(diag, token);
     if (!ec || lo.wait == std::chrono::milliseconds(0) || ec == error::invalid_argument ||
         ec == asio::error::operation_aborted)
         co_return std::tuple{ec, held_grant(std::move(held))};
@@ -335,29 +331,8 @@ asio::awaitable<std::tuple<error_code, held_grant>> exec_session::acquire_plain(
         const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - start);
         lo.wait = std::max(std::chrono::milliseconds(0), lo.wait - waited);
     }
-    // Only a refusal can name the holder; nodes that did not answer are retried as the plain lock does.
-    const bool readers = ec == error::not_acquired && co_await held_by_readers();
-    // A signal during the read cancelled only the read: the wait that would follow must not start.
-    if (interrupted_ != 0) co_return std::tuple{make_error_code(asio::error::operation_aborted), held_grant{}};
-    if (readers) {
-        report_.detail("'" + o_.key + "' is held by readers: waiting as its writer, ahead of readers that come later");
-        auto [wec, write] = co_await shared_mutex(client_, o_.key, lo).async_lock(diag, token);
-        co_return std::tuple{wec, held_grant(std::move(write))};
-    }
-    auto [pec, lock] = co_await plain.with_options(lo).async_lock(diag, token);
-    co_return std::tuple{pec, held_grant(std::move(lock))};
-}
-
-// Whether readers hold the key on a node (its value is the read-write lock's marker there). A node that cannot be
-// read counts as not: the plain wait is what an exec does without readers.
-asio::awaitable<bool> exec_session::held_by_readers()
-{
-    diagnostics diag;
-    auto [ec, seen] =
-        co_await mutex(client_, o_.key).async_inspect(diag, asio::bind_cancellation_slot(cancel_op_.slot(), use_tuple));
-    if (ec == asio::error::operation_aborted) co_return false;
-    co_return std::any_of(seen.nodes.begin(), seen.nodes.end(),
-                          [](const node_lock_view& v) { return v.holder == readers_marker; });
+    auto [wec, write] = co_await shared_mutex(client_, o_.key, lo).async_lock(diag, token);
+    co_return std::tuple{wec, held_grant(std::move(write))};
 }
 
 asio::awaitable<int> exec_session::run()

@@ -20,7 +20,9 @@ plain lock; one whose first attempt finds readers holding waits ahead of readers
 
 options:
   --nodes URL[,URL...]   Redis nodes (redis://, rediss://, unix://; a Redis Cluster is one node:
-                         redis+cluster://HOST:PORT); default from $REDLOCK_NODES, else redis://127.0.0.1:6379
+                         redis+cluster://HOST:PORT; so is a master under Redis Sentinel:
+                         redis+sentinel://SENTINEL:PORT/MASTER-NAME[?seed=SENTINEL2:PORT]); default from
+                         $REDLOCK_NODES, else redis://127.0.0.1:6379
   --key NAME             lock or semaphore name (required, non-empty)
   --ttl DURATION         lease TTL, default 10s (DURATION: 250ms, 10s, 2m, or plain milliseconds)
   --wait DURATION        how long to wait for the lock; default: wait forever; 0: one attempt
@@ -30,8 +32,8 @@ options:
                          exec of the key waits for them, and they for it (doc/locks.md, "Read-write lock")
   --fair                 FIFO order among waiters, across processes and nodes (doc/locks.md)
   --waiter-ttl DURATION  a waiter that stops heartbeating (its process died) stops holding others back
-                         within this time: the mark of a plain exec waiting for readers (later readers
-                         wait behind it), or with --fair its place in the queue; default 2s (with
+                         within this time: the mark of a waiting plain exec (later readers wait behind
+                         it), or with --fair its place in the queue; default 2s (with
                          --replica-acks, at least four times the node timeout plus the replica ack timeout)
   --fencing              obtain a fencing token: COMMAND gets it in REDLOCK_FENCING_TOKEN (a lock only)
   --no-watchdog          do not extend the lease; COMMAND is stopped before the TTL runs out

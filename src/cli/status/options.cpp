@@ -9,8 +9,9 @@ namespace po = boost::program_options;
 
 const std::string_view status_help = R"(usage: redlock status [--nodes URL[,URL...]] --key NAME [-v]
 
-Shows, per node, whether it is reachable, who holds the lock (the token stored in the key), its remaining
-TTL and the lock's fence counter, then whether a quorum agrees on one holder and the highest counter.
+Shows, per node, whether it is reachable and its server (redis 7.0.15, valkey 8.0.1), who holds the lock
+(the token stored in the key), its remaining TTL and the lock's fence counter, then whether a quorum
+agrees on one holder and the highest counter.
 When NAME is a semaphore (redlock exec --limit N), shows per node its limit, the permits held and
 available, the fair waiters and each permit (id, count, TTL), then the permits held on a quorum, the
 quorum and how many node failures the semaphore tolerates.

@@ -17,12 +17,12 @@ std::string permit_line(const permit_view& p)
     return p.id + "  count " + std::to_string(p.count) + "  ttl " + std::to_string(p.ttl.count()) + " ms";
 }
 
-std::string describe(const node_semaphore_view& v)
+std::string describe(const node_semaphore_view& v, const std::string& server)
 {
     std::string out = "  " + v.node + "  ";
     if (v.ec) return out + "unreachable: " + (v.message.empty() ? v.ec.message() : v.message) + "\n";
-    out += "reachable  limit " + (v.limit ? std::to_string(*v.limit) : std::string("none stored")) + "  held " +
-           std::to_string(v.held());
+    out += "reachable  " + server + "limit " + (v.limit ? std::to_string(*v.limit) : std::string("none stored")) +
+           "  held " + std::to_string(v.held());
     if (auto free = v.available()) out += "  available " + std::to_string(*free);
     out += "  waiters " + std::to_string(v.waiters);
     if (!v.message.empty()) out += "  (" + v.message + ")";
@@ -54,6 +54,12 @@ std::string quorum_summary(const semaphore_inspection& seen)
 
 }  // namespace
 
+std::string server_column(const std::vector<server_identity>& servers, std::size_t node)
+{
+    if (node >= servers.size() || !servers[node].known()) return {};
+    return "server " + to_string(servers[node]) + "  ";
+}
+
 bool may_be_semaphore(const lock_inspection& lock)
 {
     bool held = false;
@@ -77,12 +83,13 @@ bool is_semaphore(const lock_inspection& lock, const semaphore_inspection& seen)
     return lock_wrong_type && sorted_set;
 }
 
-int print_semaphore_status(const semaphore_inspection& seen, const reporter& report)
+int print_semaphore_status(const semaphore_inspection& seen, const std::vector<server_identity>& servers,
+                           const reporter& report)
 {
     const auto n = seen.nodes.size();
     std::string out = "semaphore '" + seen.name + "' on " + std::to_string(n) + " node(s), limit " +
                       std::to_string(seen.limit) + ", quorum " + std::to_string(seen.quorum) + "\n";
-    for (const auto& v : seen.nodes) out += describe(v);
+    for (std::size_t i = 0; i < n; ++i) out += describe(seen.nodes[i], server_column(servers, i));
 
     const auto holders = seen.holders();
     std::int64_t held = 0;

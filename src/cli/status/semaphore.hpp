@@ -6,6 +6,9 @@
 
 #include <redlock/lock_inspection.hpp>
 #include <redlock/semaphore_inspection.hpp>
+#include <redlock/server_identity.hpp>
+
+#include <vector>
 
 namespace redlock::cli {
 
@@ -16,7 +19,13 @@ bool may_be_semaphore(const lock_inspection& lock);
 // Whether `seen` is a semaphore: a node stores its limit or permits, or the lock's WRONGTYPE is a sorted set.
 bool is_semaphore(const lock_inspection& lock, const semaphore_inspection& seen);
 
-// Prints the report on stdout; returns the exit code (0, or 69 when fewer than the permit quorum answered).
-int print_semaphore_status(const semaphore_inspection& seen, const reporter& report);
+// Prints the report on stdout, with each reachable node's server (`servers`, in the order of the nodes; missing
+// ones are not shown); returns the exit code (0, or 69 when fewer than the permit quorum answered).
+int print_semaphore_status(const semaphore_inspection& seen, const std::vector<server_identity>& servers,
+                           const reporter& report);
+
+// "server valkey 8.0.1  " for a known server, "" otherwise: what a reachable node's status line shows after
+// "reachable  ".
+std::string server_column(const std::vector<server_identity>& servers, std::size_t node);
 
 }  // namespace redlock::cli

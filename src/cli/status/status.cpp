@@ -1,6 +1,6 @@
-// `redlock status`: per node, reachable or not, the holder's token (the key's value), the remaining TTL and
-// the fence counter, through mutex::async_inspect: it reads, it never changes anything; on a Redis Cluster, the
-// key's slot and its master (cluster_shard.cpp). A semaphore's key is shown by semaphore.cpp.
+// `redlock status`: per node, reachable or not, its server and version (HELLO's), the holder's token (the key's
+// value), the remaining TTL and the fence counter, through mutex::async_inspect: it reads, it never changes anything;
+// on a Redis Cluster, the key's slot and its master (cluster_shard.cpp). A semaphore's key is shown by semaphore.cpp.
 #include "cli/common/exit_codes.hpp"
 #include "cli/common/signals.hpp"
 #include "cli/status/cluster_shard.hpp"
@@ -29,11 +29,11 @@ namespace {
 namespace asio = boost::asio;
 constexpr std::chrono::milliseconds node_deadline{2000};
 
-std::string describe(const node_lock_view& v)
+std::string describe(const node_lock_view& v, const std::string& server)
 {
     std::string line = "  " + v.node + "  ";
     if (v.ec) return line + "unreachable: " + (v.message.empty() ? v.ec.message() : v.message);
-    line += "reachable  ";
+    line += "reachable  " + server;
     if (!v.holder && !v.message.empty() && !v.fence) return line + v.message;
     if (!v.holder) {
         line += "free";
@@ -104,11 +104,13 @@ int run_status(const status_options& o)
                                }));
                        }));
     ctx.run();
+    std::vector<server_identity> servers;  // as each node's HELLO said, in the order of the nodes
+    for (const auto& node : nodes.stats().nodes) servers.push_back(node.server);
     if (interrupted != 0) {
         report.error("status: interrupted by " + signal_name(interrupted));
         return exit_code::signal_base + interrupted;
     }
-    if (semaphore_state) return print_semaphore_status(*semaphore_state, report);
+    if (semaphore_state) return print_semaphore_status(*semaphore_state, servers, report);
 
     const std::size_t quorum = nodes.quorum();
     const std::size_t reachable = state.reachable();
@@ -117,7 +119,8 @@ int run_status(const status_options& o)
         if (v.holder) ++holders[*v.holder];
     std::string out =
         "lock '" + o.key + "' on " + std::to_string(n) + " node(s), quorum " + std::to_string(quorum) + "\n";
-    for (const auto& v : state.nodes) out += describe(v) + "\n";
+    for (std::size_t i = 0; i < state.nodes.size(); ++i)
+        out += describe(state.nodes[i], server_column(servers, i)) + "\n";
     for (const auto& line : cluster_shard_lines(configs, o.key, node_deadline)) out += line + "\n";
     if (holders.empty()) {
         out += "state: free on every reachable node\n";

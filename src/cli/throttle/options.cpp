@@ -15,7 +15,8 @@ that uses the same key and limit, on any host, shares the limit; only the node's
 
 options:
   --nodes URL            the Redis node: exactly one (a rate limiter lives on one node, see
-                         doc/rate-limiting.md; a Redis Cluster is one: redis+cluster://HOST:PORT);
+                         doc/rate-limiting.md; a Redis Cluster is one: redis+cluster://HOST:PORT, and so
+                         is a master under Redis Sentinel: redis+sentinel://SENTINEL:PORT/MASTER-NAME);
                          default from $REDLOCK_NODES, else redis://127.0.0.1:6379
   --key NAME             the limiter's key (required, non-empty)
   --rate N/PERIOD        N units per PERIOD (required): 10/s, 100/m, 5000/h, 20000/d, 3/1500ms
@@ -66,7 +67,8 @@ std::optional<throttle_options> parse_throttle(const std::vector<std::string>& a
                        std::to_string(nodes.size()) +
                        ": over independent nodes a quorum rule either admits more than the limit or stops with any "
                        "node down (doc/rate-limiting.md, \"Over N nodes\"); a Redis Cluster is one node: "
-                       "redis+cluster://HOST:PORT");
+                       "redis+cluster://HOST:PORT, and so is a master under Redis Sentinel: "
+                       "redis+sentinel://SENTINEL:PORT/MASTER-NAME");
     o.node = std::move(nodes.front());
     return o;
 }

@@ -85,7 +85,8 @@ client_stats client::stats() const
     impl_->counters().snapshot(out);
     const auto& nodes = impl_->nodes();
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-        out.nodes.push_back({nodes.names()[i], nodes.errors(i), impl_->nodes().at(i).get_usage()});
+        auto& n = impl_->nodes().at(i);
+        out.nodes.push_back({nodes.names()[i], nodes.errors(i), n.get_usage(), n.server()});
         out.subscriptions_restored += out.nodes.back().connection.resubscribes;
     }
     return out;

@@ -86,6 +86,8 @@ std::string invalid_arguments(const client_impl& client, const std::vector<std::
         if (keys.size() != 1) return "a fair or reentrant lock has exactly one key";
         if (o.fair && !owner.empty()) return "a lock is fair or reentrant, not both";
     }
+    // A reentrant owner's holds store its name in the key: this one would take the readers' hold for its own.
+    if (owner == readers_marker) return "the owner '" + owner + "' is what a read-write lock's key holds for readers";
     return {};
 }
 

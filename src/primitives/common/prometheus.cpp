@@ -1,7 +1,8 @@
-// client_stats in the Prometheus text exposition format 0.0.4.
+// client_stats in the Prometheus text exposition format 0.0.4, and as plain text.
 #include <redlock/stats.hpp>
 
 #include <cstdio>
+#include <utility>
 
 namespace redlock {
 namespace {
@@ -112,7 +113,52 @@ std::string to_prometheus(const client_stats& s, std::string_view prefix, std::s
     for (const auto& n : s.nodes) e.sample(n.errors, label("node", n.node));
     e.family("node_reconnects_total", "counter", "Established connections to each node that broke.");
     for (const auto& n : s.nodes) e.sample(n.connection.disconnects, label("node", n.node));
+    e.family("node_server_info", "gauge",
+             "The server each node runs and its version, as its HELLO announced them (unknown before).");
+    for (const auto& n : s.nodes) {
+        const auto labels = label("node", n.node) + "," + label("server", to_string(n.server.kind)) + "," +
+                            label("version", version_text(n.server.version));
+        e.sample(std::uint64_t{1}, labels);
+    }
     return e.take();
+}
+
+std::string to_text(const client_stats& s)
+{
+    const auto& f = s.failures;
+    auto count = [](std::string_view name, std::uint64_t n) { return std::string(name) + " " + std::to_string(n); };
+    std::string out = count("acquires", s.acquires);
+    const std::uint64_t failed =
+        f.not_acquired + f.no_quorum + f.timeout + f.cancelled + f.invalid_argument + f.exceeds_limit + f.other;
+    out += "  " + count("failures", failed);
+    if (failed != 0) {
+        std::string reasons;
+        for (const auto& [name, n] : {std::pair<std::string_view, std::uint64_t>{"not_acquired", f.not_acquired},
+                                      {"no_quorum", f.no_quorum},
+                                      {"timeout", f.timeout},
+                                      {"cancelled", f.cancelled},
+                                      {"invalid_argument", f.invalid_argument},
+                                      {"exceeds_limit", f.exceeds_limit},
+                                      {"other", f.other}})
+            if (n != 0) reasons += (reasons.empty() ? "" : ", ") + count(name, n);
+        out += " (" + reasons + ")";
+    }
+    if (const auto n = s.acquire_latency.count(); n != 0) {
+        char mean[32];
+        std::snprintf(mean, sizeof mean, "%.3f", s.acquire_latency.sum_seconds * 1000.0 / static_cast<double>(n));
+        out += "  mean acquire " + std::string(mean) + " ms";
+    }
+    out += "\n" + count("handoffs", s.handoffs) + "  " + count("wakeups by message", s.wakeups_by_message) + "  " +
+           count("by timer", s.wakeups_by_timer) + "\n";
+    out += count("extensions", s.extensions) + " (" + count("failed", s.extension_failures) + ")  " +
+           count("releases", s.releases) + " (" + count("failed", s.release_failures) + ")  " +
+           count("leases lost", s.losses) + "\n";
+    out += count("subscriptions restored", s.subscriptions_restored) + "  " +
+           count("bloom filter missing", s.bloom_filter_missing) + "\n";
+    for (const auto& n : s.nodes)
+        out += "node " + n.node + "  server " + to_string(n.server) + "  " + count("errors", n.errors) + "  " +
+               count("reconnects", n.connection.disconnects) + "\n";
+    return out;
 }
 
 }  // namespace redlock

@@ -207,6 +207,7 @@ void release_wakeups::wake_freed(channel_state& state, std::string_view next_in_
     for (auto* w : state.watchers) {
         if (!w->pausing || w->woken || !quorum_freed(*w)) continue;
         if (!w->token.empty() && w->token != next_in_line) continue;  // a fair lock: the next in line only
+        if (w->shared && next_in_line == writers_only) continue;      // a reader would be refused by the marks
         w->woken = true;
         w->timer.cancel();
         return;

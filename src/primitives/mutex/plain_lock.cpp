@@ -61,12 +61,11 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<const plain_lock> lock, 
 attempt_fn plain_attempts(std::shared_ptr<const lock_call> call, bool)
 {
     auto lock = std::make_shared<plain_lock>();
-    // A node whose version is not known yet (not connected) gets the SET too: if it is older, its syntax error
+    // A node whose server is not known yet (not connected) gets the SET too: if it lacks it, its syntax error
     // turns the client to scripts (acquire_on_nodes).
-    constexpr std::uint32_t set_nx_get_since = 70000;  // Redis 7.0
     const auto& o = call->options;
     if (call->lease.keys.size() == 1 && call->fence == fence_step::none &&
-        call->client->nodes().none_known_older_than(set_nx_get_since))
+        call->client->nodes().none_known_lacking(&server_identity::has_set_nx_get))
         lock->set_acquire = std::make_shared<const request>(
             plain_scripts::set_acquire_request(call->lease.routing_key(), call->lease.token, o.ttl, o.node_timeout));
     lock->call = std::move(call);

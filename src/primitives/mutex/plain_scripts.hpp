@@ -1,4 +1,4 @@
-// The plain lock's requests and how their answers read: the acquire (SET NX GET on Redis >= 7.0 for a first
+// The plain lock's requests and how their answers read: the acquire (SET NX GET on Redis >= 7.0 and Valkey for a first
 // attempt, else a script: primitives/common/acquire.lua, or with fencing primitives/mutex/acquire_*_fence.lua) and
 // the release (primitives/mutex/release.lua). Its extensions and fencing commit are a token lease's
 // (primitives/common/token_lease.hpp).
@@ -22,7 +22,7 @@ namespace redlock::detail::plain_scripts {
 /// The script acquire of `keys` for `token`, with the fence step's script.
 request acquire_request(const std::vector<std::string>& keys, const std::string& token, std::chrono::milliseconds ttl,
                         std::chrono::milliseconds node_timeout, fence_step fence = fence_step::none);
-/// The acquire of one key without fencing on Redis >= 7.0, at a fraction of a script's server time:
+/// The acquire of one key without fencing on Redis >= 7.0 and Valkey, at a fraction of a script's server time:
 /// `SET key token NX PX ttl GET` then `PTTL key`, pipelined. The SET answers nil when it granted (nobody held
 /// the key) and the holder's token when refused; the PTTL then says how long that holder's key lives.
 request set_acquire_request(const std::string& key, const std::string& token, std::chrono::milliseconds ttl,

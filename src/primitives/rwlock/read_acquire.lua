@@ -16,8 +16,8 @@
 local name, readers, writers = KEYS[1], KEYS[2], KEYS[3]
 local token, ttl = ARGV[1], tonumber(ARGV[2])
 local now = server_now()
-live_readers(readers, now)
-local marks = live_marks(writers, now)
+live(readers, now)
+local marks = live(writers, now)
 local holder = redis.call('GET', name)
 if holder == token then
   redis.call('DEL', name)

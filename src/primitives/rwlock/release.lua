@@ -23,14 +23,14 @@ local wrote = redis.call('GET', name) == token
 if wrote then redis.call('DEL', name) end
 local read = what ~= 'write' and redis.call('ZREM', readers, token) == 1
 local marked = what == 'all' and redis.call('ZREM', writers, token) == 1
-local live = settle_readers(name, readers, now)
-local marks = live_marks(writers, now)
+local readers_left = settle_readers(name, readers, now)
+local marks = live(writers, now)
 local holder = redis.call('GET', name)
 local writer_holds = holder and holder ~= MARKER
-if not writer_holds and (wrote or (read and live == 0) or (marked and marks == 0)) then
+if not writer_holds and (wrote or (read and readers_left == 0) or (marked and marks == 0)) then
   if marks == 0 then
     publish(ARGV[3], ARGV[2] .. '\n+*')
-  elseif live == 0 then
+  elseif readers_left == 0 then
     publish(ARGV[3], ARGV[2] .. '\n=w')
   end
 end

@@ -2,22 +2,20 @@
 -- MARKER while readers hold (so that a plain lock's SET NX fails on it as on a writer's key); `readers` is a ZSET of
 -- the readers' tokens scored by the server time (ms) each one's lease ends on this node; `writers` a ZSET of the
 -- waiting writers' marks scored by the server time their heartbeat ends.
--- live_readers(readers, now), live_marks(writers, now): drop the entries whose time passed; how many are left.
+-- live(zset, now): drops the entries (readers, marks) whose time passed; how many are left.
 -- last_end(zset): the highest score of a ZSET, 0 when empty.
 -- cover(name, readers, ends, now): the marker (unless a writer's token holds `name`) and the readers' set live until
 -- `ends` at least.
 -- settle_readers(name, readers, now): after readers left: the marker and the set live exactly as long as the last
 -- live reader, or go with it; how many readers are live.
 -- extend_reader(name, readers, token, ttl, now): a reader's lease extended here: 1; 0 not held here (nobody else's);
--- -1 another writer holds the name. Our own token holding the name (an upgraded hold) is extended as such.
-local MARKER = '(readers)'
-local function live_readers(readers, now)
-  redis.call('ZREMRANGEBYSCORE', readers, '-inf', now)
-  return redis.call('ZCARD', readers)
-end
-local function live_marks(writers, now)
-  redis.call('ZREMRANGEBYSCORE', writers, '-inf', now)
-  return redis.call('ZCARD', writers)
+-- -1 another writer holds the name. Our own token in the name is a write key left behind (a conversion's request that
+-- landed after its clean-up): it becomes the reader's entry, as a downgrade does, rather than the watchdog keeping
+-- alive a write key that refuses every other reader here.
+local MARKER = '(readers)'  -- redlock::readers_marker (key_layout.hpp)
+local function live(zset, now)
+  redis.call('ZREMRANGEBYSCORE', zset, '-inf', now)
+  return redis.call('ZCARD', zset)
 end
 local function last_end(zset)
   local last = redis.call('ZRANGE', zset, -1, -1, 'WITHSCORES')
@@ -34,9 +32,9 @@ local function cover(name, readers, ends, now)
   keep(readers, ends - now)
 end
 local function settle_readers(name, readers, now)
-  local live = live_readers(readers, now)
+  local left = live(readers, now)
   local holder = redis.call('GET', name)
-  if live == 0 then
+  if left == 0 then
     redis.call('DEL', readers)
     if holder == MARKER then redis.call('DEL', name) end
     return 0
@@ -48,12 +46,14 @@ local function settle_readers(name, readers, now)
   elseif holder == MARKER then
     redis.call('PEXPIRE', name, life)
   end
-  return live
+  return left
 end
 local function extend_reader(name, readers, token, ttl, now)
   local holder = redis.call('GET', name)
   if holder == token then
-    redis.call('PEXPIRE', name, ttl)
+    redis.call('DEL', name)
+    redis.call('ZADD', readers, now + ttl, token)
+    cover(name, readers, now + ttl, now)
     return 1
   end
   if holder and holder ~= MARKER then return -1 end

@@ -204,16 +204,9 @@ const lock_kind& write_lock_kind()
 
 const lock_kind& downgrade_kind()
 {
-    // A failed downgrade may have turned the write key into the reader's entry on some nodes: both sides go.
-    static const lock_kind kind{
-        .protocol = &reader_protocol(),
-        .read_answer = token_lease::read_acquire,
-        .vote = verdict_of<token_lease::read_acquire>,
-        .attempts = read_attempts,
-        .clean_up = rwlock_scripts::release_request,
-        .shared = true,
-    };
-    return kind;
+    // The reader's kind as it is: the read acquire of the writer's own token converts, and a failed downgrade's
+    // clean-up (the reader's release) takes both sides away, where the write key turned into the entry or not.
+    return read_lock_kind();
 }
 
 const lock_kind& upgrade_kind()

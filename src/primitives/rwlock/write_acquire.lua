@@ -18,16 +18,18 @@
 local name, readers, writers = KEYS[1], KEYS[2], KEYS[3]
 local token, ttl, wttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local now = server_now()
-local live = live_readers(readers, now)
-live_marks(writers, now)
+local others = live(readers, now)
+live(writers, now)
 if ARGV[4] == '1' then
   redis.call('ZADD', writers, now + wttl, token)
   keep(writers, 2 * wttl)
 end
 local holder = redis.call('GET', name)
-if redis.call('ZSCORE', readers, token) then live = live - 1 end
-if (not holder or holder == token or holder == MARKER) and live == 0 then
+if redis.call('ZSCORE', readers, token) then others = others - 1 end
+if (not holder or holder == token or holder == MARKER) and others == 0 then
   redis.call('SET', name, token, 'PX', ttl)
+  -- Our mark lives no longer than the key: a holder that dies holds readers back until its TTL, not its waiter TTL.
+  redis.call('ZADD', writers, 'XX', 'LT', now + ttl, token)
   if not KEYS[4] then return 1 end
   local fence = fence_of(KEYS[4])
   if ARGV[5] == 'increment' then fence = tostring(redis.call('INCR', KEYS[4])) end

@@ -362,8 +362,8 @@ public:
         for (auto& h : subscriptions) complete(ex_, std::move(h), make_error_code(error::closed));
     }
 
-    std::uint32_t server_version() const { return server_version_; }
-    void set_server_version(std::uint32_t v) override { server_version_ = v; }
+    server_identity server() const { return server_; }
+    void set_server(server_identity s) override { server_ = s; }
     void set_acknowledging_replicas(std::optional<std::int64_t> replicas) override
     {
         acknowledging_ = replicas;
@@ -415,7 +415,7 @@ private:
     std::vector<node::completion> held_subscriptions_;
     bool closed_ = false;
     bool destroyed_ = false;
-    std::uint32_t server_version_ = 60200;
+    server_identity server_{server_kind::redis, 60200};
     std::optional<std::int64_t> acknowledging_;
     std::map<script_kind, std::optional<std::int64_t>> acknowledging_by_kind_;
     std::optional<resp::value> wait_reply_;
@@ -442,7 +442,7 @@ public:
         complete(ex_, std::move(handler), {});
     }
     void set_message_handler(message_handler handler) override { s_->set_handler(std::move(handler)); }
-    std::uint32_t server_version() const override { return s_->server_version(); }
+    server_identity server() const override { return s_->server(); }
     void close() override { s_->close(false); }
 
 private:

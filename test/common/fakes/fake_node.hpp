@@ -111,9 +111,14 @@ public:
     virtual void set_policy(exec_policy p) = 0;
     /// How async_connect completes: reply (success), fail(ec) or hold.
     virtual void on_connect(action a) = 0;
-    /// What node::server_version() reports. Default 60200 (Redis 6.2): the client acquires by script, as most
-    /// tests expect; 70000 and up (or 0, unknown) let it send SET NX GET.
-    virtual void set_server_version(std::uint32_t v) = 0;
+    /// What node::server() reports. Default Redis 6.2.0: the client acquires by script, as most tests expect;
+    /// Redis 7.0 and up, any Valkey (or unknown) let it send SET NX GET.
+    virtual void set_server(server_identity s) = 0;
+    /// set_server of a Redis of version `v` (70015 for 7.0.15); 0: unknown (not told yet).
+    void set_server_version(std::uint32_t v)
+    {
+        set_server(v == 0 ? server_identity{} : server_identity{server_kind::redis, v});
+    }
     /// Runs when a SUBSCRIBE arrives, before it completes, and says how it completes (empty: confirmed). The
     /// default confirms every subscription.
     virtual void on_subscribe(std::function<error_code(const std::vector<std::string>& channels)> f) = 0;

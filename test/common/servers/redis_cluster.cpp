@@ -123,9 +123,12 @@ sharded_cluster::sharded_cluster(sharded_cluster_options options) : options_(opt
     for (auto port : ports) {
         nodes_.push_back(std::unique_ptr<redis_node>(new redis_node(node_opts, port, redis_node::deferred_start{})));
     }
-    for (auto& n : nodes_) n->wait_ready(false);
+    // A port (or its bus port, + 10000) taken meanwhile, by another test's server or an outgoing connection's
+    // ephemeral port: that node starts again on other ports (no node knows another's before the create).
+    for (auto& n : nodes_) n->wait_ready([]() -> std::uint16_t { return pick_cluster_ports(1).front(); });
+    for (std::size_t i = 0; i < nodes_.size(); ++i) ports[i] = nodes_[i]->port();
 
-    static const std::string redis_cli = find_executable("redis-cli", "REDLOCK_REDIS_CLI");
+    const std::string& redis_cli = cli_program();
     std::vector<std::string> create = {redis_cli, "--cluster", "create"};
     for (auto port : ports) create.push_back("127.0.0.1:" + std::to_string(port));
     create.insert(create.end(), {"--cluster-replicas", std::to_string(options_.replicas_per_shard), "--cluster-yes"});

@@ -1,3 +1,5 @@
+#include "connection/server_version.hpp"
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -13,6 +15,7 @@
 #include <common/servers/redis_node.hpp>
 #include <common/servers/tls_files.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <netinet/in.h>
@@ -118,6 +121,45 @@ bool tls_answers_ping(std::uint16_t port, const std::string& request)
 
 }  // namespace
 
+server_kind test_server()
+{
+    static const server_kind kind = [] {
+        const char* value = std::getenv("REDLOCK_TEST_SERVER");
+        const std::string name = value != nullptr ? value : "";
+        if (name.empty() || name == "redis") return server_kind::redis;
+        if (name == "valkey") return server_kind::valkey;
+        throw std::invalid_argument("REDLOCK_TEST_SERVER='" + name + "': expected 'redis' or 'valkey'");
+    }();
+    return kind;
+}
+
+const std::string& server_program()
+{
+    static const std::string path = find_executable(
+        test_server() == server_kind::valkey ? "valkey-server" : "redis-server", "REDLOCK_REDIS_SERVER");
+    return path;
+}
+
+const std::string& cli_program()
+{
+    static const std::string path =
+        find_executable(test_server() == server_kind::valkey ? "valkey-cli" : "redis-cli", "REDLOCK_REDIS_CLI");
+    return path;
+}
+
+server_identity server_of_info(const std::string& node_info)
+{
+    auto field = [&node_info](const std::string& name) {
+        const auto at = node_info.find(name + ":");
+        if (at == std::string::npos) return std::string();
+        const auto from = at + name.size() + 1;
+        return node_info.substr(from, node_info.find_first_of("\r\n", from) - from);
+    };
+    if (field("server_name") == "valkey")
+        return {server_kind::valkey, detail::parse_server_version(field("valkey_version"))};
+    return {server_kind::redis, detail::parse_server_version(field("redis_version"))};
+}
+
 std::uint16_t pick_free_port()
 {
     return pick_free_ports(1).front();
@@ -158,7 +200,7 @@ std::vector<std::uint16_t> pick_free_ports(std::size_t n)
 // Delegating: if wait_ready() throws, the destructor cleans up.
 redis_node::redis_node(node_options options) : redis_node(std::move(options), pick_free_port(), deferred_start{})
 {
-    wait_ready(true);
+    wait_ready(pick_free_port);
 }
 
 redis_node::redis_node(node_options options, std::uint16_t port, deferred_start)
@@ -193,8 +235,9 @@ void redis_node::teardown() noexcept
 
 void redis_node::launch()
 {
-    static const std::string server = find_executable("redis-server", "REDLOCK_REDIS_SERVER");
-    std::vector<std::string> args = {server};
+    // valkey-server takes the same options as redis-server 7.0 (enable-debug-command, hz, the tls- and cluster-
+    // ones all exist in Valkey 8 under the same names); its log says "Ready to accept connections" too.
+    std::vector<std::string> args = {server_program()};
     auto add = [&args](std::initializer_list<std::string> more) { args.insert(args.end(), more); };
     if (options_.tls) {
         const auto& files = tls_files::get();
@@ -254,7 +297,7 @@ bool redis_node::answers_ping() const
     return false;
 }
 
-void redis_node::wait_ready(bool may_change_port)
+void redis_node::wait_ready(std::uint16_t (*another_port)())
 {
     int attempts = 1;
     auto deadline = std::chrono::steady_clock::now() + start_timeout;
@@ -266,8 +309,8 @@ void redis_node::wait_ready(bool may_change_port)
             // Another process took the port between pick_free_port() and the server's bind().
             if (log.find("Address already in use") != std::string::npos && attempts < max_start_attempts) {
                 ++attempts;
-                if (may_change_port) {
-                    port_ = pick_free_port();
+                if (another_port != nullptr) {
+                    port_ = another_port();
                 } else {
                     std::this_thread::sleep_for(50ms);
                 }
@@ -277,15 +320,16 @@ void redis_node::wait_ready(bool may_change_port)
                 deadline = std::chrono::steady_clock::now() + start_timeout;
                 continue;
             }
-            throw std::runtime_error("redis-server on port " + std::to_string(port_) + " exited (status " +
-                                     std::to_string(status) + ") while starting:\n" + log_tail());
+            throw std::runtime_error(std::filesystem::path(server_program()).filename().string() + " on port " +
+                                     std::to_string(port_) + " exited (status " + std::to_string(status) +
+                                     ") while starting:\n" + log_tail());
         }
         // Only our own server, once it logged that it listens: PING alone could reach a stranger that
         // took the port while ours is still starting (and about to fail with "Address already in use").
         if (logged_ready() && answers_ping()) return;
         if (std::chrono::steady_clock::now() >= deadline) {
-            throw std::runtime_error("redis-server on port " + std::to_string(port_) +
-                                     " did not answer PING within 5 s:\n" + log_tail());
+            throw std::runtime_error(std::filesystem::path(server_program()).filename().string() + " on port " +
+                                     std::to_string(port_) + " did not answer PING within 5 s:\n" + log_tail());
         }
         std::this_thread::sleep_for(poll_interval);
     }
@@ -327,7 +371,7 @@ void redis_node::restart()
     kill();
     launch();
     try {
-        wait_ready(false);
+        wait_ready(nullptr);
     } catch (...) {
         kill();
         throw;
@@ -374,8 +418,7 @@ long redis_node::command_stat(const std::string& command, const std::string& fie
 
 std::string redis_node::cli(std::vector<std::string> args) const
 {
-    static const std::string redis_cli = find_executable("redis-cli", "REDLOCK_REDIS_CLI");
-    std::vector<std::string> command = {redis_cli, "-h", "127.0.0.1", "-p", std::to_string(port_)};
+    std::vector<std::string> command = {cli_program(), "-h", "127.0.0.1", "-p", std::to_string(port_)};
     if (options_.tls) {
         const auto& files = tls_files::get();
         command.insert(command.end(),
@@ -387,8 +430,9 @@ std::string redis_node::cli(std::vector<std::string> args) const
     command.insert(command.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
     auto result = run_command(command, cli_timeout);
     if (result.exit_code != 0) {
-        throw std::runtime_error("redis-cli on port " + std::to_string(port_) + " failed (" +
-                                 std::to_string(result.exit_code) + "): " + trim(result.err + result.out));
+        throw std::runtime_error(std::filesystem::path(cli_program()).filename().string() + " on port " +
+                                 std::to_string(port_) + " failed (" + std::to_string(result.exit_code) +
+                                 "): " + trim(result.err + result.out));
     }
     return trim(result.out);
 }
@@ -409,7 +453,7 @@ cluster::cluster(std::size_t n, node_options options)
     for (auto port : ports) {
         nodes_.push_back(std::unique_ptr<redis_node>(new redis_node(options, port, redis_node::deferred_start{})));
     }
-    for (auto& node : nodes_) node->wait_ready(true);
+    for (auto& node : nodes_) node->wait_ready(pick_free_port);
 }
 
 std::vector<std::string> cluster::urls() const

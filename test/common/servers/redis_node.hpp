@@ -1,5 +1,8 @@
-// Real redis-server processes for integration and fault tests, on free loopback ports.
+// Real redis-server processes for integration and fault tests, on free loopback ports; or valkey-server ones,
+// when REDLOCK_TEST_SERVER=valkey (test_server()).
 #pragma once
+
+#include <redlock/server_identity.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -10,6 +13,18 @@
 #include <vector>
 
 namespace redlock::test {
+
+/// The server the fixtures start, from the environment variable REDLOCK_TEST_SERVER: `redis` (or unset, or
+/// empty) starts redis-server and talks to it with redis-cli; `valkey` starts valkey-server, with valkey-cli. Any
+/// other value throws. ctest runs the suites labelled `valkey` with REDLOCK_TEST_SERVER=valkey (test/README.md).
+/// REDLOCK_REDIS_SERVER and REDLOCK_REDIS_CLI, when set, still name the programs to run, whichever server.
+server_kind test_server();
+/// The path of the server program (redis-server or valkey-server) and of its command-line client.
+const std::string& server_program();
+const std::string& cli_program();
+/// The server the fixture's nodes report, read from `INFO server` of `node_info` (Valkey: `server_name:valkey`
+/// and `valkey_version`; Redis: `redis_version`), independently of HELLO: what a connection's server() must say.
+server_identity server_of_info(const std::string& node_info);
 
 struct node_options {
     bool tls = false;          // TLS-only listener (--port 0 --tls-port P) with tls_files, --tls-auth-clients no
@@ -45,8 +60,8 @@ public:
     // fast as real time. Requires clock_shim; takes effect for the next command sent.
     void set_clock(std::int64_t offset_ms, double rate = 1.0);
 
-    // Runs one command through redis-cli and returns its trimmed raw stdout (an error reply comes back
-    // as its text, e.g. "ERR unknown command ..."). Throws if redis-cli fails (say the node is down) or
+    // Runs one command through redis-cli (valkey-cli for Valkey) and returns its trimmed raw stdout (an error reply
+    // comes back as its text, e.g. "ERR unknown command ..."). Throws if redis-cli fails (say the node is down) or
     // takes more than 5 s (say the node is paused).
     std::string cli(std::vector<std::string> args) const;
     /// A field of INFO commandstats for `command` ("calls", "rejected_calls"...); 0 when it never ran. Commands
@@ -60,11 +75,14 @@ public:
 private:
     friend class cluster;
     friend class sharded_cluster;
+    friend class sentinel_group;
     struct deferred_start {};
     redis_node(node_options options, std::uint16_t port, deferred_start);
 
     void launch();
-    void wait_ready(bool may_change_port);
+    // A start that fails because the port is taken is tried again: on a port from `another_port` when given
+    // (the port chosen before was free a moment ago, not now), else on the same one after a pause (a restart).
+    void wait_ready(std::uint16_t (*another_port)());
     bool logged_ready() const;
     bool answers_ping() const;
     void teardown() noexcept;

@@ -496,14 +496,19 @@ BOOST_AUTO_TEST_CASE(failing_map_reads_back_off_whatever_asks_for_them)
 BOOST_AUTO_TEST_CASE(a_retried_request_that_hangs_ends_at_its_deadline)
 {
     std::mutex seen_mutex;       // before the member: its thread reads them until the member is gone
-    std::set<std::string> seen;  // keys refused once; their retries hang
+    std::set<std::string> seen;  // keys refused once
+    bool frozen = false;         // from the first retry on, the member answers nothing (as a SIGSTOPped server)
     fake_member a;
     a.set_map({{0, 16383, a.port()}});
     a.set_script([&](const command& c) -> std::optional<std::string> {
-        if (c.at(0) != "SET") return std::nullopt;
         std::lock_guard lock(seen_mutex);
+        // Frozen, it answers nothing at all: a server that skipped one reply and answered the next command (the
+        // map read the CLUSTERDOWN starts) would hand that reply to the hung request.
+        if (frozen) return std::string();
+        if (c.at(0) != "SET") return std::nullopt;
         if (seen.insert(c.at(1)).second) return "-CLUSTERDOWN The cluster is down\r\n";
-        return std::string();  // no answer
+        frozen = true;
+        return std::string();
     });
     asio::io_context io;
     auto node = redlock::make_node(io.get_executor(), fast_config(a.url()));

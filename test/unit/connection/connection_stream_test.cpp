@@ -716,3 +716,56 @@ BOOST_AUTO_TEST_CASE(cancelling_one_of_two_connect_waiters_leaves_the_other_wait
         BOOST_TEST((second == error::closed));
     });
 }
+
+BOOST_AUTO_TEST_CASE(the_disconnect_handler_hears_each_session_that_ends_but_not_a_close_nor_a_failed_attempt)
+{
+    asio::io_context ctx;
+    fake_node node(ctx);
+    bool refuse_hello = false;
+    node.reply = [&](const std::vector<std::string>& cmd) -> std::string {
+        if (cmd[0] == "BAD") return "?not resp\r\n";
+        if (cmd[0] == "HELLO" && refuse_hello) return "-ERR not now\r\n";
+        return default_replies(cmd);
+    };
+    auto config = fake_node::fast_config();
+    config.reconnect = false;  // as a Sentinel node's: the handler decides where to go next
+    auto conn = node.make(config);
+    std::vector<error_code> heard;
+    std::vector<redlock::connection_state> state_then;
+    conn.set_disconnect_handler([&](error_code why) {
+        heard.push_back(why);
+        state_then.push_back(conn.state());
+    });
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect(asio::use_awaitable);
+        request bad;
+        bad.push("BAD");
+        auto [ec] = co_await conn.async_exec(bad, use_tuple);
+        BOOST_TEST(ec == error::protocol_error);
+        BOOST_TEST_REQUIRE(heard.size() == 1u);
+        BOOST_TEST(heard[0] == error::protocol_error);
+        BOOST_TEST((state_then[0] == redlock::connection_state::disconnected));
+        // Without reconnect it stays down (requests fail at once) until asked to connect again.
+        auto r = echo("down");
+        auto [down_ec] = co_await conn.async_exec(r, use_tuple);
+        BOOST_TEST(down_ec == error::not_connected);
+        co_await conn.async_connect(asio::use_awaitable);
+        // The peer goes away: connection_lost.
+        node.peers.back()->close();
+        while (heard.size() < 2) {
+            asio::steady_timer t(ctx, 5ms);
+            co_await t.async_wait(use_tuple);
+        }
+        BOOST_TEST(heard[1] == error::connection_lost);
+        // An attempt that fails was never a session.
+        refuse_hello = true;
+        auto [refused] = co_await conn.async_connect(use_tuple);
+        BOOST_TEST(refused == error::server_error);
+        refuse_hello = false;
+        co_await conn.async_connect(asio::use_awaitable);
+        conn.close();
+        asio::steady_timer t(ctx, 50ms);
+        co_await t.async_wait(use_tuple);
+        BOOST_TEST(heard.size() == 2u);  // not for close()
+    });
+}

@@ -101,7 +101,7 @@ BOOST_AUTO_TEST_CASE(a_successful_handshake_reports_the_version_and_the_restored
     const auto outcome = read_handshake(
         h, response{hello_reply("7.2.4"), ok(), confirmation("subscribe", "a", 1), confirmation("subscribe", "b", 2)});
     BOOST_TEST(!outcome.ec);
-    BOOST_TEST(outcome.server_version == 70204u);
+    BOOST_TEST((outcome.server == redlock::server_identity{redlock::server_kind::redis, 70204}));
     BOOST_TEST((outcome.restored == std::vector<std::string>{"a", "b"}));
     BOOST_TEST(outcome.refused.empty());
     BOOST_TEST(outcome.server_message.empty());
@@ -191,7 +191,20 @@ BOOST_AUTO_TEST_CASE(a_hello_reply_without_a_version_reads_as_version_0)
     const auto h = make_handshake(node_config{}, {});
     const auto outcome = read_handshake(h, response{aggregate(resp::type::map, {bulk("server"), bulk("redis")})});
     BOOST_TEST(!outcome.ec);
-    BOOST_TEST(outcome.server_version == 0u);
+    BOOST_TEST((outcome.server.kind == redlock::server_kind::redis));
+    BOOST_TEST(outcome.server.version == 0u);
+    BOOST_TEST(!outcome.server.has_sharded_pubsub());
+}
+
+// Valkey 8's HELLO names it and gives its own version (its INFO says redis_version:7.2.4): sharded pub/sub.
+BOOST_AUTO_TEST_CASE(a_valkey_hello_reads_as_valkey_with_its_own_version)
+{
+    const auto h = make_handshake(node_config{}, {});
+    const auto outcome = read_handshake(
+        h, response{aggregate(resp::type::map, {bulk("server"), bulk("valkey"), bulk("version"), bulk("8.0.1")})});
+    BOOST_TEST(!outcome.ec);
+    BOOST_TEST((outcome.server == redlock::server_identity{redlock::server_kind::valkey, 80001}));
+    BOOST_TEST(outcome.server.has_sharded_pubsub());
 }
 
 // After a Redis 7 session the restores are sharded (SSUBSCRIBE, answered by `ssubscribe`); a classic confirmation
@@ -221,7 +234,7 @@ BOOST_AUTO_TEST_CASE(a_resubscription_undoes_the_guess_and_subscribes_with_the_s
         read_handshake(h, response{confirmation("unsubscribe", "a", 0), confirmation("ssubscribe", "a", 1),
                                    error_reply("NOPERM no rights to channel b")});
     BOOST_TEST(!outcome.ec);
-    BOOST_TEST(outcome.server_version == 0u);  // no HELLO in it
+    BOOST_TEST(!outcome.server.known());  // no HELLO in it
     BOOST_TEST((outcome.restored == std::vector<std::string>{"a"}));
     BOOST_TEST((outcome.refused == std::vector<std::string>{"b"}));
     // Nothing to undo (a 6.x refused every SSUBSCRIBE): subscribes alone.

@@ -113,7 +113,100 @@ BOOST_AUTO_TEST_CASE(malformed_cluster_urls_say_what_is_wrong)
     BOOST_TEST(why_invalid("redis+cluster://h:1?seed=:7000").find("seed ':7000'") != std::string::npos);
     BOOST_TEST(why_invalid("redis+cluster://h:1/2").find("database 0 only") != std::string::npos);
     BOOST_TEST(why_invalid("redis://h:1?seed=h:2").find("redis+cluster") != std::string::npos);
-    BOOST_TEST(why_invalid("redis+sentinel://h:1").find("unknown scheme 'redis+sentinel'") != std::string::npos);
+    BOOST_TEST(why_invalid("redis+sentinels://h:1/m").find("unknown scheme 'redis+sentinels'") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_sentinel_url_names_a_sentinel_more_seeds_and_the_masters_name)
+{
+    auto c = redlock::parse_url(
+        "redis+sentinel://locker:pw@10.0.0.1:26380/orders?seed=10.0.0.2:26379&seed=db-3.example:26381&db=2");
+    BOOST_TEST(c.sentinel);
+    BOOST_TEST(!c.cluster);
+    BOOST_TEST((c.kind == node_config::transport::tcp));
+    BOOST_TEST(c.host == "10.0.0.1");
+    BOOST_TEST(c.port == 26380);
+    BOOST_TEST(c.sentinel_master == "orders");
+    BOOST_TEST(
+        (c.sentinel_seeds == std::vector<redlock::server_address>{{"10.0.0.2", 26379}, {"db-3.example", 26381}}));
+    BOOST_TEST(c.cluster_seeds.empty());
+    BOOST_TEST(c.db == 2);
+    // The URL's user and password are the master's; the Sentinels get none unless the parameters say.
+    BOOST_TEST(c.username == "locker");
+    BOOST_TEST(c.password == "pw");
+    BOOST_TEST(c.sentinel_username.empty());
+    BOOST_TEST(c.sentinel_password.empty());
+    BOOST_TEST(c.to_string() ==
+               "redis+sentinel://locker@10.0.0.1:26380/orders?seed=10.0.0.2:26379&seed=db-3.example:26381&db=2");
+
+    // Port 26379 by default; TLS for the Sentinels and the master alike.
+    auto tls = redlock::parse_url("rediss+sentinel://sentinel.example/cache?ca_file=/etc/ca.pem");
+    BOOST_TEST(tls.sentinel);
+    BOOST_TEST((tls.kind == node_config::transport::tls));
+    BOOST_TEST(tls.port == 26379);
+    BOOST_TEST(tls.sentinel_master == "cache");
+    BOOST_TEST(tls.tls.ca_file == "/etc/ca.pem");
+    BOOST_TEST(tls.db == 0);
+    BOOST_TEST(tls.to_string() == "rediss+sentinel://sentinel.example:26379/cache");
+
+    BOOST_TEST(!redlock::parse_url("redis://h:1").sentinel);
+    BOOST_TEST(!redlock::parse_url("redis+cluster://h:1").sentinel);
+}
+
+BOOST_AUTO_TEST_CASE(sentinel_credentials_are_parameters_apart_from_the_masters)
+{
+    auto c = redlock::parse_url(
+        "redis+sentinel://:masterpw@h:26379/m?sentinel_user=watcher&sentinel_password=s%26cret&client_name=app");
+    BOOST_TEST(c.password == "masterpw");
+    BOOST_TEST(c.username.empty());
+    BOOST_TEST(c.sentinel_username == "watcher");
+    BOOST_TEST(c.sentinel_password == "s&cret");
+    BOOST_TEST(c.client_name == "app");
+    // Never a password in the text; the Sentinels' user is kept.
+    BOOST_TEST(c.to_string() == "redis+sentinel://h:26379/m?sentinel_user=watcher");
+    auto only_password = redlock::parse_url("redis+sentinel://h/m?sentinel_password=x");
+    BOOST_TEST(only_password.sentinel_password == "x");
+    BOOST_TEST(only_password.sentinel_username.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_masters_name_is_percent_decoded_and_round_trips)
+{
+    auto c = redlock::parse_url("redis+sentinel://h:1/my%20master%2Fa?seed=::1:26380");
+    BOOST_TEST(c.sentinel_master == "my master/a");
+    BOOST_TEST((c.sentinel_seeds == std::vector<redlock::server_address>{{"::1", 26380}}));
+    const auto text = c.to_string();
+    BOOST_TEST(text == "redis+sentinel://h:1/my%20master%2Fa?seed=::1:26380");
+    auto again = redlock::parse_url(text);
+    BOOST_TEST(again.sentinel_master == c.sentinel_master);
+    BOOST_TEST((again.sentinel_seeds == c.sentinel_seeds));
+}
+
+BOOST_AUTO_TEST_CASE(malformed_sentinel_urls_say_what_is_wrong)
+{
+    BOOST_TEST(why_invalid("redis+sentinel://h:26379").find("master's name is missing") != std::string::npos);
+    BOOST_TEST(why_invalid("redis+sentinel://h:26379/").find("master's name is missing") != std::string::npos);
+    BOOST_TEST(why_invalid("redis+sentinel://h:26379/a/b").find("the master's name alone") != std::string::npos);
+    BOOST_TEST(why_invalid("redis+sentinel://h/m?seed=nohost").find("seed 'nohost' is not host:port") !=
+               std::string::npos);
+    BOOST_TEST(why_invalid("redis+sentinel://h/m?db=x").find("database 'x'") != std::string::npos);
+    BOOST_TEST(why_invalid("redis+sentinel://h/m?sentinel_user=u").find("sentinel_user needs sentinel_password") !=
+               std::string::npos);
+    BOOST_TEST(why_invalid("redis://h:1?sentinel_password=x").find("redis+sentinel://") != std::string::npos);
+    BOOST_TEST(why_invalid("redis+cluster://h:1?sentinel_user=u").find("redis+sentinel://") != std::string::npos);
+    BOOST_TEST(why_invalid("redis+sentinel://:0/m").find("host is missing") != std::string::npos);
+    BOOST_TEST(why_invalid("unix+sentinel:///run/s.sock").find("unknown scheme") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_list_takes_sentinel_urls)
+{
+    const auto nodes = redlock::parse_node_list(
+        "redis+sentinel://s1:26379/a?seed=s2:26379, redis://b:2 rediss+sentinel://s3/c?sentinel_password=p%2Cq");
+    BOOST_TEST_REQUIRE(nodes.size() == 3u);
+    BOOST_TEST(nodes[0].sentinel);
+    BOOST_TEST(nodes[0].sentinel_master == "a");
+    BOOST_TEST(nodes[0].sentinel_seeds.size() == 1u);
+    BOOST_TEST(!nodes[1].sentinel);
+    BOOST_TEST(nodes[2].sentinel);
+    BOOST_TEST(nodes[2].sentinel_password == "p,q");
 }
 
 BOOST_AUTO_TEST_CASE(the_throwing_form_carries_the_message)

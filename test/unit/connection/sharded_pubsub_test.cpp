@@ -62,6 +62,12 @@ public:
         std::lock_guard lock(mutex_);
         version_ = std::move(v);
     }
+    // What HELLO's `server` says: "redis" (the default) or "valkey".
+    void set_name(std::string name)
+    {
+        std::lock_guard lock(mutex_);
+        name_ = std::move(name);
+    }
     void set_foreign(std::string channel)
     {
         std::lock_guard lock(mutex_);
@@ -94,7 +100,8 @@ private:
         if (cmd.empty()) return "-ERR empty\r\n";
         const bool redis7 = version_ >= "7";
         const std::string name = cmd[0];
-        if (name == "HELLO") return "%3\r\n+server\r\n+redis\r\n+version\r\n" + bulk(version_) + "+proto\r\n:3\r\n";
+        if (name == "HELLO")
+            return "%3\r\n+server\r\n" + bulk(name_) + "+version\r\n" + bulk(version_) + "+proto\r\n:3\r\n";
         if (name == "PING") return "+PONG\r\n";
         if ((name == "SSUBSCRIBE" || name == "SUNSUBSCRIBE") && !redis7)
             return "-ERR unknown command '" + name + "', with args beginning with: \r\n";
@@ -121,6 +128,7 @@ private:
 
     mutable std::mutex mutex_;
     std::string version_ = "7.2.4";
+    std::string name_ = "redis";
     std::set<std::string> foreign_;
     std::string drop_first_;
     std::vector<std::vector<std::string>> commands_;
@@ -182,6 +190,7 @@ BOOST_AUTO_TEST_CASE(on_redis_7_the_connection_subscribes_sharded_and_receives_s
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         co_await conn.async_connect(asio::use_awaitable);
         BOOST_TEST(conn.server_version() == 70204u);
+        BOOST_TEST(redlock::to_string(conn.server()) == "redis 7.2.4");
         const channels both{"{a}:released", "{a}:other"};
         co_await conn.async_subscribe(both, asio::use_awaitable);
         BOOST_TEST(co_await echo(conn, "smessage:{a}:released") == "smessage:{a}:released");
@@ -360,6 +369,40 @@ BOOST_AUTO_TEST_CASE(a_reconnect_to_a_server_of_another_version_subscribes_with_
         const channels a_again{"{a}:released"};
         co_await conn.async_unsubscribe(a_again, asio::use_awaitable);  // as the server subscribed it
         BOOST_TEST(shard.count({"UNSUBSCRIBE", "{a}:released"}) == 2u);
+        conn.close();
+    });
+}
+
+// A Redis 6.2 replaced by a Valkey 8 behind the same address (a migration): the restore guessed SUBSCRIBE from the
+// last session; the Valkey's HELLO says it has sharded pub/sub, so the resubscription undoes it and SSUBSCRIBEs.
+BOOST_AUTO_TEST_CASE(a_reconnect_from_redis_6_to_valkey_subscribes_sharded)
+{
+    fake_shard shard;
+    shard.set_version("6.2.14");
+    asio::io_context ctx;
+    redlock::connection conn(ctx.get_executor(), fast_config(shard.url()));
+    listener heard;
+    heard.attach(conn);
+    run_coro(ctx, [&]() -> asio::awaitable<void> {
+        co_await conn.async_connect(asio::use_awaitable);
+        BOOST_TEST(redlock::to_string(conn.server()) == "redis 6.2.14");
+        const channels a{"{a}:released"};
+        co_await conn.async_subscribe(a, asio::use_awaitable);
+        BOOST_TEST(shard.count({"SUBSCRIBE", "{a}:released"}) == 1u);
+
+        shard.set_name("valkey");
+        shard.set_version("8.0.1");
+        request bye;
+        bye.push("ECHO", "close");
+        co_await conn.async_exec(bye, use_tuple);
+        BOOST_TEST(co_await eventually([&] { return conn.get_usage().connects == 2u; }));
+        BOOST_TEST((conn.server() == redlock::server_identity{redlock::server_kind::valkey, 80001}));
+        BOOST_TEST(conn.server_version() == 80001u);
+        BOOST_TEST(co_await echo(conn, "smessage:{a}:released") == "smessage:{a}:released");
+        BOOST_TEST(heard.messages.size() == 1u);
+        BOOST_TEST(shard.count({"UNSUBSCRIBE", "{a}:released"}) == 1u);
+        BOOST_TEST(shard.count({"SSUBSCRIBE", "{a}:released"}) == 1u);
+        BOOST_TEST(heard.lost.empty());
         conn.close();
     });
 }

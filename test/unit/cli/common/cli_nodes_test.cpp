@@ -78,7 +78,7 @@ BOOST_AUTO_TEST_CASE(bad_lists_are_usage_errors)
     const environment env(nullptr);
     BOOST_TEST(refusal({"redis://a:1,http://b:2"}) ==
                "bad node URL in --nodes: node 2 of 2: invalid node URL 'http://b:2': unknown scheme 'http' (expected "
-               "redis, rediss, unix, redis+cluster or rediss+cluster)");
+               "redis, rediss, unix, redis+cluster, rediss+cluster, redis+sentinel or rediss+sentinel)");
     BOOST_TEST(refusal({" , "}) == "--nodes is empty: give at least one node URL");
     BOOST_TEST(refusal({"redis://A:7", "redis://a:7"}).find("is listed twice in --nodes") != std::string::npos);
     const environment blank(" ,");

@@ -189,6 +189,26 @@ BOOST_DATA_TEST_CASE(first_attempt_on_redis_7_is_set_nx_get, bdata::make(sizes),
     });
 }
 
+// Valkey nodes, alone or beside Redis 7: the SET too (the gate reads the server, not only its version number).
+BOOST_AUTO_TEST_CASE(valkey_nodes_get_set_nx_get_too)
+{
+    rig r(3);
+    r.fakes[0].set_server({server_kind::valkey, 80001});
+    r.fakes[1].set_server_version(70015);
+    r.fakes[2].set_server({server_kind::valkey, 70205});
+    run_coro(r.ctx, [&]() -> asio::awaitable<void> {
+        diagnostics diag;
+        auto [ec, l] = co_await try_lock(r, opts(), diag);
+        BOOST_TEST_REQUIRE(!ec);
+        auto [rec] = co_await l.async_release(use);
+        BOOST_TEST(!rec);
+    });
+    for (std::size_t i = 0; i < 3; ++i) {
+        BOOST_TEST(r.fakes[i].received(script_kind::set_acquire).size() == 1u);
+        BOOST_TEST(r.fakes[i].received(script_kind::acquire).empty());
+    }
+}
+
 // One node older than 7.0: the script everywhere. So do fencing and locks of several keys, which need it.
 BOOST_AUTO_TEST_CASE(an_old_node_fencing_or_several_keys_use_the_script)
 {
@@ -208,6 +228,14 @@ BOOST_AUTO_TEST_CASE(an_old_node_fencing_or_several_keys_use_the_script)
         r.fakes[0].set_server_version(70000);
         r.fakes[1].set_server_version(60209);
         r.fakes[2].set_server_version(70200);
+        script_only(r, opts(), {"res"});
+        BOOST_TEST(r.fakes[0].received(script_kind::acquire).size() == 1u);
+    }
+    {
+        // A Valkey beside a Redis 6.2: the Redis decides.
+        rig r(2);
+        r.fakes[0].set_server({server_kind::valkey, 80001});
+        r.fakes[1].set_server_version(60214);
         script_only(r, opts(), {"res"});
         BOOST_TEST(r.fakes[0].received(script_kind::acquire).size() == 1u);
     }

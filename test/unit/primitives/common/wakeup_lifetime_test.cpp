@@ -100,8 +100,8 @@ public:
         if (s_->dropped) ++s_->unsubscribes_after_drop;
         complete(ex_, std::move(handler), {});
     }
-    void set_message_handler(message_handler) override {}            // no messages in these trials
-    std::uint32_t server_version() const override { return 60200; }  // the script acquire
+    void set_message_handler(message_handler) override {}  // no messages in these trials
+    redlock::server_identity server() const override { return {redlock::server_kind::redis, 60200}; }  // script
     void close() override {}
 
 private:

@@ -7,6 +7,7 @@
 #include "lua/rwlock.hpp"
 
 #include <redlock/key_layout.hpp>
+#include <redlock/mutex.hpp>
 #include <redlock/shared_mutex.hpp>
 
 #include <boost/test/data/monomorphic.hpp>
@@ -180,9 +181,9 @@ BOOST_AUTO_TEST_CASE(a_writers_failed_attempt_gives_back_its_grant_and_keeps_its
     });
 }
 
-// The messages of the lock's releases: "=w" (the node is free but writers wait) wakes a waiting writer and leaves a
-// waiting reader asleep; "+*" (free, no mark left) wakes the reader. The refusals say a minute, and the timed retries
-// are 10 s apart: only a message can make them try again within the test.
+// The messages of the lock's releases: "=w" (the node is free but writers wait), a holder's or a clean-up's, wakes a
+// waiting writer and leaves a waiting reader asleep; "+*" (free, no mark left) wakes the reader. The refusals say a
+// minute, and the timed retries are 10 s apart: only a message can make them try again within the test.
 BOOST_DATA_TEST_CASE(a_release_only_writers_can_pass_wakes_a_writer_and_not_a_reader, bdata::make({1, 3}), n)
 {
     rig r(static_cast<std::size_t>(n));
@@ -206,6 +207,11 @@ BOOST_DATA_TEST_CASE(a_release_only_writers_can_pass_wakes_a_writer_and_not_a_re
         co_await pause_for(300ms);
         const auto reads = only(r.fakes[0].received(), read_acquire).size();
         const auto writes = only(r.fakes[0].received(), write_acquire).size();
+
+        // A clean-up that freed every node but leaves writers waiting ("~id\n=w") leaves the reader asleep as well.
+        for (std::size_t i = 0; i < r.n(); ++i) r.fakes[i].publish(release_channel(key), "~c:1\n=w");
+        co_await pause_for(200ms);
+        BOOST_TEST(only(r.fakes[0].received(), read_acquire).size() == reads, "a reader woken by a writers' clean-up");
 
         answer(r, action::granted(), action::granted());
         for (std::size_t i = 0; i < r.n(); ++i) r.fakes[i].publish(release_channel(key), "r1\n=w");
@@ -369,6 +375,12 @@ BOOST_AUTO_TEST_CASE(bad_arguments_fail_before_any_request)
         short_heartbeat.waiter_ttl = 50ms;
         auto [hb, none2] = co_await shared_mutex(*r.c, key, short_heartbeat).async_lock(use);
         BOOST_TEST(hb == error::invalid_argument);
+        // A reentrant owner named as the readers' marker would take the readers' hold for its own.
+        auto [marker, none4] = co_await redlock::mutex(*r.c, key, quick())
+                                   .owned_by(std::string(redlock::readers_marker))
+                                   .async_lock(diag, use);
+        BOOST_TEST(marker == error::invalid_argument);
+        BOOST_TEST(std::string(diag.client_message()).find("readers") != std::string::npos, diag.client_message());
         BOOST_TEST(r.fakes[0].received().empty());
         // Only a writer that may wait heartbeats a mark: a reader and a try do not need the waiter TTL.
         auto [reader_ok, reader] = co_await shared_mutex(*r.c, key, short_heartbeat).async_lock_shared(use);

@@ -1,16 +1,17 @@
-// The order of one hash slot's requests across redirects. Pure: the node drives it.
+// The issue order of requests across the servers they are sent to: one hash slot's across a Cluster's redirects
+// (cluster_node), a Sentinel master's across failovers (sentinel_node). Pure: the node drives it.
 //
-// The node contract: requests of one slot run in the order they were issued. One connection keeps the order of
-// what it is given, so a slot keeps its order as long as all of its requests in flight go to one master: a lane
-// sends its next request to another master only once every request it sent elsewhere has answered. A refused
-// request (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, not sent for want of a connection) did not run; it goes back into
-// the lane at its place by issue number, ahead of every later request not yet sent. Later requests already written
-// to the same master behind it come back refused too when the slot moved (MOVED concerns the whole slot) and are
-// sent again in their order. But a later request may have run meanwhile: one written behind an ASK, a TRYAGAIN or a
-// CLUSTERDOWN (they concern keys, or a moment), or queued at a connection that came up after the refused request
-// found it down. So the lane remembers the latest request that reached a master unrefused (`ran`): a refused
-// request is sent again only once no later request of the lane is in flight and none ran; otherwise its refusal is
-// its answer (it did not run).
+// The node contract: requests run in the order they were issued. One connection keeps the order of what it is
+// given, so a lane keeps its order as long as all of its requests in flight go to one server: it sends its next
+// request to another server only once every request it sent elsewhere has answered. A refused request (MOVED, ASK,
+// TRYAGAIN, CLUSTERDOWN, READONLY, LOADING, MASTERDOWN, not sent for want of a connection) did not run; it goes back
+// into the lane at its place by issue number, ahead of every later request not yet sent. Later requests already
+// written to the same server behind it often come back refused too (MOVED concerns the whole slot, READONLY the
+// whole server) and are sent again in their order. But a later request may have run meanwhile: one written behind
+// an ASK, a TRYAGAIN or a CLUSTERDOWN (they concern keys, or a moment), a read a demoted master still serves, or one
+// queued at a connection that came up after the refused request found it down. So the lane remembers the latest
+// request that reached a server unrefused (`ran`): a refused request is sent again only if no request issued after
+// it ran (`later_ran`); otherwise its refusal is its answer (it did not run).
 #pragma once
 
 #include <algorithm>
@@ -23,7 +24,7 @@
 namespace redlock::detail {
 
 template <class Op>
-class slot_lane {
+class issue_lane {
 public:
     /// Queues `op`, issued as number `seq`, behind every waiting request issued before it.
     void wait(std::uint64_t seq, Op op)
@@ -50,11 +51,11 @@ public:
         return true;
     }
 
-    /// Whether a request may go to `master` now: nothing of this slot is in flight elsewhere.
-    bool may_send_to(const std::string& master) const noexcept { return in_flight_ == 0 || master == target_; }
-    void sent_to(const std::string& master)
+    /// Whether a request may go to `server` now: nothing of this lane is in flight elsewhere.
+    bool may_send_to(const std::string& server) const noexcept { return in_flight_ == 0 || server == target_; }
+    void sent_to(const std::string& server)
     {
-        target_ = master;
+        target_ = server;
         ++in_flight_;
     }
     void answered() noexcept
@@ -63,7 +64,7 @@ public:
     }
     std::size_t in_flight() const noexcept { return in_flight_; }
 
-    /// The request issued as `seq` reached its master and may have run (its answer was no refusal).
+    /// The request issued as `seq` reached its server and may have run (its answer was no refusal).
     void ran(std::uint64_t seq) noexcept { ran_below_ = std::max(ran_below_, seq + 1); }
     /// Whether a request issued after `seq` may have run: the refused `seq`, sent again, would run after it.
     bool later_ran(std::uint64_t seq) const noexcept { return ran_below_ > seq + 1; }

@@ -1,10 +1,10 @@
-// One slot's issue order across redirects: requests in flight at one master at a time, refused ones back at their
-// place.
-#include "cluster/slot_lane.hpp"
+// The issue order of a Cluster slot across redirects and of a Sentinel master across failovers: requests in flight
+// at one server at a time, refused ones back at their place unless a later one ran.
+#include "common/issue_lane.hpp"
 
 #include <boost/test/unit_test.hpp>
 
-using lane = redlock::detail::slot_lane<int>;
+using lane = redlock::detail::issue_lane<int>;
 
 BOOST_AUTO_TEST_CASE(requests_wait_in_issue_order_and_a_refused_one_goes_back_to_its_place)
 {
@@ -50,7 +50,7 @@ BOOST_AUTO_TEST_CASE(a_request_whose_deadline_passed_leaves_the_lane)
     BOOST_TEST(l.idle());
 }
 
-BOOST_AUTO_TEST_CASE(a_refused_request_may_be_sent_again_only_while_no_later_one_ran)
+BOOST_AUTO_TEST_CASE(a_refused_request_may_go_again_only_while_no_later_one_ran)
 {
     lane l;
     BOOST_TEST(!l.later_ran(0));
@@ -59,8 +59,9 @@ BOOST_AUTO_TEST_CASE(a_refused_request_may_be_sent_again_only_while_no_later_one
     BOOST_TEST(!l.later_ran(1));
     l.ran(3);
     BOOST_TEST(l.later_ran(1));
-    BOOST_TEST(l.later_ran(2));
+    BOOST_TEST(l.later_ran(2));  // 2 refused, 3 ran behind it
     BOOST_TEST(!l.later_ran(3));
+    BOOST_TEST(!l.later_ran(4));
     l.ran(2);  // an earlier answer does not lower it
     BOOST_TEST(l.later_ran(2));
 }
