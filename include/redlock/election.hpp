@@ -263,8 +263,9 @@ public:
     /// ACL user may call it). The leader is the token held on a quorum; its term and value come from the highest
     /// revision of the hashes that name that token. nullopt when no token holds a quorum, or one does but has
     /// proclaimed nothing yet (a campaign under way, or a plain lock of the same name). Errors: no_quorum (fewer than
-    /// a quorum answered), invalid_argument (empty name). Signature: void(error_code, std::optional<leader_info>).
-    /// Cancellation: terminal.
+    /// a quorum answered, or the nodes not heard from, down or with an error reply, could complete a quorum for some
+    /// token: the read decides nothing), invalid_argument (empty name). Signature: void(error_code,
+    /// std::optional<leader_info>). Cancellation: terminal.
     template <
         boost::asio::completion_token_for<void(error_code, std::optional<leader_info>)> Token = boost::asio::deferred_t>
     auto async_leader(diagnostics& diag, Token&& token = {}) const

@@ -45,8 +45,11 @@ node_leader_view read_view(bool answered, error_code ec, const response& resp)
 {
     node_leader_view v;
     if (!answered || classify_read(ec, resp) != vote::yes) return v;
+    // An error reply other than WRONGTYPE (LOADING, NOPERM, MASTERDOWN...) says nothing of what the node holds: not an
+    // answer. A key of another type (WRONGTYPE) is an answer: nobody's leadership, no holder.
+    const auto unknown = [](const resp::value& r) { return r.is_error() && !r.text.starts_with("WRONGTYPE"); };
+    if (unknown(resp[0]) || unknown(resp[1])) return v;
     v.answered = true;
-    // A key of another type (WRONGTYPE) is nobody's leadership: no holder.
     if (resp[0].data_type == resp::type::bulk_string || resp[0].data_type == resp::type::simple_string)
         v.holder = resp[0].text;
     const auto pttl = resp[1].as_integer();

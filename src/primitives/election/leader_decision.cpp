@@ -27,9 +27,15 @@ leader_decision decide_leader(const std::vector<node_leader_view>& nodes, std::s
         ++out.answered;
         if (v.holder) ++held[*v.holder];
     }
-    for (const auto& [token, count] : held)
+    std::size_t most = 0;  // the most nodes holding one token
+    for (const auto& [token, count] : held) {
         if (count >= quorum) out.holder = token;  // at most one token: quorums intersect
+        most = std::max(most, count);
+    }
     if (!out.holder) {
+        // Nobody only when no token could hold a quorum with every node not heard from: a node down, or one that
+        // replied an error, may hold the leader's key (a quorum of {A, nil, down} may be A's).
+        out.decided = most + (nodes.size() - out.answered) < quorum;
         // Nobody holds a quorum; keys held on some nodes may lapse (or be taken) without a message.
         std::optional<ms> shortest;
         for (const auto& v : nodes)

@@ -15,7 +15,9 @@ namespace redlock::detail {
 
 /// What one node holds of an election: the key's token and remaining TTL, and the leader hash.
 struct node_leader_view {
-    bool answered = false;                         ///< the node answered the read (else the rest is empty)
+    /// The node answered the read (else the rest is empty). An error reply that tells nothing of the key (LOADING,
+    /// NOPERM...) is no answer: the node may hold anything. WRONGTYPE is an answer (a key that is nobody's leadership).
+    bool answered = false;
     std::optional<std::string> holder;             ///< the election key's value (a token), if the key exists
     std::optional<std::chrono::milliseconds> ttl;  ///< its remaining TTL; nullopt with a holder: the key never expires
     std::optional<std::string> hash_token;         ///< the leader hash: the token it names, if any
@@ -26,6 +28,9 @@ struct node_leader_view {
 
 struct leader_decision {
     std::size_t answered = 0;  ///< how many nodes answered
+    /// false: no token holds a quorum among the answers, but the nodes not heard from could complete one (for some
+    /// token seen, or one not seen at all): the read tells neither a holder nor nobody, and counts as no_quorum.
+    bool decided = true;
     /// The leader: the token held on a quorum whose hash some node holds (the highest revision's term and value).
     std::optional<leader_info> leader;
     /// The token held on a quorum, proclaimed or not (a campaign under way, a plain lock of the same name).

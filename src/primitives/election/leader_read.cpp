@@ -36,6 +36,14 @@ asio::awaitable<leader_read> read_leader_once(std::shared_ptr<client_impl> clien
     out.decision = decide_leader(views, nodes.majority());
     if (diag) access::set_nodes(*diag, result->outcomes(nodes.names()));
     out.ec = read_outcome(out.decision.answered, nodes.size(), nodes.majority(), diag);
+    if (!out.ec && !out.decision.decided) {
+        if (diag)
+            access::set_client_message(*diag, "no token holds a quorum of the " +
+                                                  std::to_string(out.decision.answered) +
+                                                  " nodes that answered, and the nodes not heard from could complete "
+                                                  "one: who leads is unknown");
+        out.ec = make_error_code(error::no_quorum);
+    }
     co_return out;
 }
 

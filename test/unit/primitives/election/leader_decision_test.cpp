@@ -98,6 +98,32 @@ BOOST_AUTO_TEST_CASE(a_node_down_counts_for_nobody)
     BOOST_TEST(minority.answered == 1u);
 }
 
+// Nobody leads only when no token could hold a quorum with the nodes not heard from (down, or an error reply): a read
+// of {A, nil, down} may miss A's quorum (the third node holds A, the second lost its key); it decides nothing.
+BOOST_AUTO_TEST_CASE(nodes_not_heard_from_may_complete_a_quorum)
+{
+    auto d = decide_leader({node("A", 900ms, "A"), node(std::nullopt), down()}, 2);
+    BOOST_TEST(!d.leader);
+    BOOST_TEST(!d.decided);
+    d = decide_leader({node("A", 900ms, "A"), node("B", 900ms, "B"), down()}, 2);
+    BOOST_TEST(!d.decided);
+    d = decide_leader({down()}, 1);  // one node that replied an error (LOADING)
+    BOOST_TEST(!d.decided);
+    d = decide_leader({node(std::nullopt), node(std::nullopt), down()}, 2);  // one node cannot make a quorum
+    BOOST_TEST(d.decided);
+    BOOST_TEST(!d.leader);
+    d = decide_leader({node("A", 900ms, "A"), node(std::nullopt), node(std::nullopt), down(), down()}, 3);
+    BOOST_TEST(!d.decided);  // A and the two nodes down would be three
+    d = decide_leader({node("A", 900ms, "A"), node(std::nullopt), node(std::nullopt), node(std::nullopt), down()}, 3);
+    BOOST_TEST(d.decided);
+    d = decide_leader({node("A", 900ms, "A"), down(), node("A", 600ms, "A")}, 2);  // {A, error, A}: A leads
+    BOOST_TEST(d.decided);
+    BOOST_REQUIRE(d.leader);
+    BOOST_TEST(d.leader->token == "A");
+    d = decide_leader({node(std::nullopt), node(std::nullopt), node(std::nullopt)}, 2);
+    BOOST_TEST(d.decided);
+}
+
 // The previous leader's hash is still there where the new leader has not proclaimed yet (or never will: a plain lock
 // of the same name): its term and value are not the holder's.
 BOOST_AUTO_TEST_CASE(a_hash_naming_another_token_is_stale)
@@ -178,6 +204,19 @@ BOOST_AUTO_TEST_CASE(a_nodes_reply_reads_as_a_view)
     BOOST_TEST(*v.holder == "A");
     BOOST_TEST(!v.ttl);
     BOOST_TEST(!v.hash_token);
+    // An error reply that tells nothing of the key (LOADING, NOPERM) is no answer; WRONGTYPE is: nobody's key.
+    const auto loading = error_reply("LOADING Redis is loading the dataset in memory");
+    BOOST_TEST(
+        !scripts::read_view(true, make_error_code(redlock::error::server_error), {loading, loading, loading}).answered);
+    const auto noperm = error_reply("NOPERM this user has no permissions to run the 'get' command");
+    BOOST_TEST(!scripts::read_view(true, make_error_code(redlock::error::server_error),
+                                   {noperm, integer(-2), array({null(), null(), null(), null()})})
+                    .answered);
+    v = scripts::read_view(true, make_error_code(redlock::error::server_error),
+                           {error_reply("WRONGTYPE Operation against a key holding the wrong kind of value"),
+                            integer(-1), array({null(), null(), null(), null()})});
+    BOOST_TEST(v.answered);
+    BOOST_TEST(!v.holder);
     // Unanswered, or too few replies: no answer.
     BOOST_TEST(!scripts::read_view(false, {}, held).answered);
     BOOST_TEST(!scripts::read_view(true, {}, {bulk("A")}).answered);
