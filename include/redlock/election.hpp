@@ -245,9 +245,10 @@ public:
     /// the election key as mutex::async_lock does (waking at once on a resignation's message, else when the leader's
     /// key expires), with its fencing token as the term, then proclaims `proposal` (revision 1) on a quorum. Only
     /// then does it complete: an observer never sees a leader without its value. If the proclaim fails, the lease is
-    /// released and its error reported. Errors: those of mutex::async_lock (not_acquired once the wait ran out,
-    /// no_quorum, invalid_argument...), and of async_proclaim. Signature: void(error_code, leadership). Cancellation:
-    /// terminal, partial and total; nothing is held afterwards.
+    /// released and the campaign goes back to the lock until the wait runs out (then the proclaim's error). Errors:
+    /// those of mutex::async_lock (not_acquired once the wait ran out, no_quorum, invalid_argument...), and of
+    /// async_proclaim. Signature: void(error_code, leadership). Cancellation: terminal, partial and total; nothing is
+    /// held afterwards.
     template <boost::asio::completion_token_for<void(error_code, leadership)> Token = boost::asio::deferred_t>
     auto async_campaign(std::string proposal, diagnostics& diag, Token&& token = {})
     {

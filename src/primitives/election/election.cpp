@@ -6,6 +6,7 @@
 #include "primitives/common/lock_call.hpp"
 #include "primitives/common/lock_kind.hpp"
 #include "primitives/common/read_nodes.hpp"
+#include "primitives/common/retry.hpp"
 #include "primitives/common/token.hpp"
 #include "primitives/election/election_scripts.hpp"
 #include "primitives/election/leader_decision.hpp"
@@ -17,9 +18,12 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/system_executor.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
+#include <random>
 
 namespace redlock {
 namespace detail {
@@ -36,6 +40,12 @@ std::string invalid_election(const client_impl& client, const std::string& name,
 }
 
 namespace {
+
+double unit_random()
+{
+    thread_local std::minstd_rand rng(std::random_device{}());
+    return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
 
 // Proclaims `value` at the next revision: on a quorum, while the lease holds.
 asio::awaitable<error_code> proclaim_on_nodes(std::shared_ptr<leadership_state> self, std::string value,
@@ -91,26 +101,46 @@ asio::awaitable<std::tuple<error_code, leadership>> campaign(std::shared_ptr<cli
         if (diag) access::set_client_message(*diag, why);
         co_return std::tuple{make_error_code(error::invalid_argument), leadership{}};
     }
-    lease_spec spec;
-    spec.keys = {name};
-    spec.token = random_token();
-    spec.key_value = spec.token;
     const auto quorum = client->nodes().majority();
-    auto call = make_call(client, plain_lock_kind(), std::move(spec), o, quorum, diag);
-    const auto checked = call->options;
-    auto outcome = co_await run_call(std::move(call), false);
-    auto& [ec, state] = outcome;
-    if (ec) co_return std::tuple{ec, leadership{}};
-    auto self = std::make_shared<leadership_state>(client, std::move(name), checked,
-                                                   access::make<redlock::lease>(std::move(state)));
-    if (auto pec = co_await proclaim_on_nodes(self, std::move(proposal), diag)) {
+    // Until the wait's deadline: a lock won whose proclaim fails (a slow node past node_timeout: no_quorum; the key
+    // taken back meanwhile: not_owner, lost) is released and the campaign goes back to the lock, as async_lock goes on
+    // after an attempt without a quorum.
+    const auto deadline = o.wait == lock_options::wait_forever ? clock::time_point::max() : clock::now() + o.wait;
+    for (;;) {
+        lease_spec spec;
+        spec.keys = {name};
+        spec.token = random_token();
+        spec.key_value = spec.token;
+        auto call = make_call(client, plain_lock_kind(), std::move(spec), o, quorum, diag);
+        const auto checked = call->options;
+        auto outcome = co_await run_call(std::move(call), false);
+        auto& [ec, state] = outcome;
+        if (ec) co_return std::tuple{ec, leadership{}};
+        auto self =
+            std::make_shared<leadership_state>(client, name, checked, access::make<redlock::lease>(std::move(state)));
+        const auto pec = co_await proclaim_on_nodes(self, proposal, diag);
+        if (!pec) co_return std::tuple{error_code{}, access::make<leadership>(std::move(self))};
         // Nothing is held afterwards. A cancelled campaign's release goes in the background (its requests still
-        // go out at once); any other is awaited, so a caller that retries finds the key free.
-        if (pec != asio::error::operation_aborted)
-            co_await self->held.async_release(asio::as_tuple(asio::use_awaitable));
-        co_return std::tuple{pec, leadership{}};
+        // go out at once); any other is awaited, so a retry (ours or the caller's) finds the key free.
+        if (pec == asio::error::operation_aborted) co_return std::tuple{pec, leadership{}};
+        co_await self->held.async_release(asio::as_tuple(asio::use_awaitable));
+        const auto now = clock::now();
+        if (now >= deadline) co_return std::tuple{pec, leadership{}};
+        const auto left = deadline == clock::time_point::max()
+                              ? lock_options::wait_forever
+                              : std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+        // A pause as between two attempts of the lock, so that a proclaim that keeps failing does not spin.
+        asio::steady_timer pause(co_await asio::this_coro::executor,
+                                 retry_delay(o.retry_delay, o.retry_jitter, std::nullopt, left, unit_random()));
+        co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+        if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
+            co_return std::tuple{make_error_code(asio::error::operation_aborted), leadership{}};
+        if (deadline != clock::time_point::max()) {
+            const auto rest = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+            if (rest.count() <= 0) co_return std::tuple{pec, leadership{}};
+            o.wait = rest;
+        }
     }
-    co_return std::tuple{error_code{}, access::make<leadership>(std::move(self))};
 }
 
 asio::awaitable<std::tuple<error_code>> proclaim(std::shared_ptr<leadership_state> self, std::string value,
