@@ -82,6 +82,13 @@ BOOST_AUTO_TEST_CASE(the_command_runs_while_leading_with_its_term)
             BOOST_TEST(name == key);
             BOOST_TEST(next > term);
             for (std::size_t i = 0; i < n; ++i) BOOST_TEST(nodes[i].cli({"EXISTS", key}) == "0", "not resigned");
+            // A `redlock exec` inside sees its own lock only: none of the leadership's variables leak through.
+            const auto nested =
+                run_elect(nodes, {},
+                          std::string(REDLOCK_CLI_PATH) + " exec --nodes " + comma_joined(nodes.urls()) +
+                              " --key inner -- sh -c 'echo ${REDLOCK_TERM:-no-term} $REDLOCK_KEY'");
+            BOOST_TEST(nested.exit_code == 0, nested.err);
+            BOOST_TEST(nested.out == "no-term inner\n");
         }
     }
 }

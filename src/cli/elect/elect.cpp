@@ -1,6 +1,7 @@
 // `redlock elect`: campaign, run the command while leading (stopped before the leadership can end), resign; or with
 // --listen print each leader as it changes.
 #include "cli/common/child.hpp"
+#include "cli/common/command_env.hpp"
 #include "cli/common/duration.hpp"
 #include "cli/common/exit_codes.hpp"
 #include "cli/common/guarded_command.hpp"
@@ -27,8 +28,6 @@
 #include <cerrno>
 #include <cstring>
 
-extern char** environ;
-
 namespace redlock::cli {
 namespace {
 
@@ -48,16 +47,8 @@ double ms_since(clock::time_point start)
 
 std::vector<std::string> child_environment(const elect_options& o, const leadership& led)
 {
-    std::vector<std::string> env;
-    for (char** e = environ; *e != nullptr; ++e) {
-        const std::string_view entry(*e);
-        // An outer redlock's values must not leak through: the command sees this leadership only.
-        if (entry.starts_with("REDLOCK_KEY=") || entry.starts_with("REDLOCK_TOKEN=") ||
-            entry.starts_with("REDLOCK_FENCING_TOKEN=") || entry.starts_with("REDLOCK_TERM=") ||
-            entry.starts_with("REDLOCK_PERMIT_ID=") || entry.starts_with("REDLOCK_LIMIT="))
-            continue;
-        env.emplace_back(entry);
-    }
+    // An outer redlock's values must not leak through: the command sees this leadership only.
+    auto env = inherited_environment();
     env.push_back("REDLOCK_KEY=" + o.key);
     env.push_back("REDLOCK_TOKEN=" + led.token());
     env.push_back("REDLOCK_TERM=" + std::to_string(led.term()));

@@ -1,6 +1,7 @@
 // `redlock exec`: take the lock (or a semaphore's permit), run the command under it, stop the command if the lease
 // is lost, release.
 #include "cli/common/child.hpp"
+#include "cli/common/command_env.hpp"
 #include "cli/common/duration.hpp"
 #include "cli/common/exit_codes.hpp"
 #include "cli/common/guarded_command.hpp"
@@ -33,8 +34,6 @@
 #include <cstring>
 #include <unistd.h>
 
-extern char** environ;
-
 namespace redlock::cli {
 namespace {
 
@@ -53,16 +52,8 @@ double ms_since(clock::time_point start)
 
 std::vector<std::string> child_environment(const exec_options& o, const held_grant& held)
 {
-    std::vector<std::string> env;
-    for (char** e = environ; *e != nullptr; ++e) {
-        const std::string_view entry(*e);
-        // An outer redlock's values must not leak through: the command sees this lock only.
-        if (entry.starts_with("REDLOCK_KEY=") || entry.starts_with("REDLOCK_TOKEN=") ||
-            entry.starts_with("REDLOCK_FENCING_TOKEN=") || entry.starts_with("REDLOCK_PERMIT_ID=") ||
-            entry.starts_with("REDLOCK_LIMIT="))
-            continue;
-        env.emplace_back(entry);
-    }
+    // An outer redlock's values must not leak through: the command sees this lock only.
+    auto env = inherited_environment();
     env.push_back("REDLOCK_KEY=" + o.key);
     env.push_back("REDLOCK_TOKEN=" + held.token());
     if (held.fencing_token() != 0) env.push_back("REDLOCK_FENCING_TOKEN=" + std::to_string(held.fencing_token()));
