@@ -4,6 +4,7 @@
 // each change, escaping the value; bad command lines exit 64.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <common/processes/subprocess.hpp>
 #include <common/run_coro.hpp>
@@ -149,6 +150,32 @@ BOOST_AUTO_TEST_CASE(a_lost_leadership_stops_the_command_or_campaigns_again)
     ::kill(again, SIGTERM);  // forwarded to the command, which exits 0
     BOOST_REQUIRE(wait_for_exit(again, 5000ms, &status));
     BOOST_TEST(exit_status(status) == 0, file_contents(log));
+}
+
+// With --again, a SIGTERM forwarded to the command while the leadership is lost ends redlock (70): the command does
+// not run again. The command takes its time over the TERM (2 s), long enough for the watchdog to find the key gone.
+BOOST_AUTO_TEST_CASE(a_signal_forwarded_as_the_leadership_is_lost_ends_again)
+{
+    cluster nodes(3);
+    const auto dir = make_temp_dir("redlock-elect-");
+    const auto log = dir + "/log", runs = dir + "/runs";
+    const std::string script =
+        "echo start >> " + runs + "; trap 'echo term >> " + runs + "; sleep 2; exit 0' TERM; " + until_exists("/x");
+    const auto again = spawn_elect(nodes, {"--ttl", "2s", "--again"}, script, log);
+    BOOST_REQUIRE(wait_until([&] { return lines_of(file_contents(runs)).size() == 1; }, 10'000ms));
+    ::kill(again, SIGTERM);
+    BOOST_REQUIRE(wait_until([&] { return lines_of(file_contents(runs)).size() == 2; }, 5000ms));
+    for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"DEL", key});
+    int status = 0;
+    const bool exited = wait_for_exit(again, 8000ms, &status);
+    if (!exited) {
+        ::kill(again, SIGKILL);
+        wait_for_exit(again, 5000ms, &status);
+    }
+    BOOST_TEST(exited, "still running: " << file_contents(runs) << file_contents(log));
+    BOOST_TEST(exit_status(status) == 70, file_contents(log));
+    const auto seen = lines_of(file_contents(runs));
+    BOOST_TEST(std::count(seen.begin(), seen.end(), "start") == 1, "the command ran again: " << file_contents(runs));
 }
 
 BOOST_AUTO_TEST_CASE(listen_prints_the_leader_and_each_change)

@@ -130,7 +130,8 @@ private:
     diagnostics campaign_diag_;            // the last attempt's outcome, read by the progress report
     wait_progress progress_;               // "still waiting" while another candidate leads or the nodes are down
     phase phase_ = phase::waiting;
-    int interrupted_ = 0;      // the signal that interrupted the campaign (or ended --listen)
+    int interrupted_ = 0;      // the signal that interrupted the campaign (or ended --listen, or came while finishing)
+    int forwarded_ = 0;        // the last INT, TERM or HUP the command got from us (or from the terminal)
     std::uint64_t terms_ = 0;  // leaderships so far: a loss reported late for an earlier one is ignored
 };
 
@@ -152,6 +153,7 @@ void elect_session::on_signal(const signal_event& e)
             cancel_op_.emit(asio::cancellation_type::terminal);
             break;
         case phase::running:
+            forwarded_ = e.signo;  // the command is told to end: --again must not campaign after it
             // Ctrl-C in a terminal goes to its whole foreground process group: a command in ours has it already.
             if (e.from_terminal() && !guard_.child().own_group()) {
                 report_.detail(signal_name(e.signo) +
@@ -162,6 +164,8 @@ void elect_session::on_signal(const signal_event& e)
             guard_.child().signal(e.signo);
             break;
         case phase::finishing:
+            // The command has exited (or is being stopped): nothing to forward, but --again must not campaign.
+            if (interrupted_ == 0) interrupted_ = e.signo;
             break;
     }
 }
@@ -276,7 +280,11 @@ asio::awaitable<int> elect_session::run_command()
         if (!stopping)
             report_.error("the leadership of '" + o_.key + "' ended before the command finished (the command " +
                           child.describe_exit() + "): its work was not protected to the end");
-        if (o_.again) {
+        // A signal that told the command (or redlock) to end wins over --again: never a new run after it.
+        if (const int signo = interrupted_ != 0 ? interrupted_ : forwarded_; o_.again && signo != 0)
+            report_.note("lost the leadership of '" + o_.key + "', not campaigning again: interrupted by " +
+                         signal_name(signo));
+        else if (o_.again) {
             report_.note("lost the leadership of '" + o_.key + "': campaigning again");
             co_return campaign_again;
         }
