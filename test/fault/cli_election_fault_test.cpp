@@ -23,7 +23,10 @@ using std::chrono::system_clock;
 namespace {
 
 const std::string key = "election";
-constexpr auto ttl = 1000ms;
+// Loaded 2-core machines and sanitizer builds: an extension may come late. The command is stopped --kill-grace before
+// the validity ends, so a grace of 300 ms leaves an extension (due every ttl / 3) about 1 s of slack.
+constexpr auto ttl = 2000ms;
+constexpr auto kill_grace = "300ms";
 
 // What the commands log: "start TERM NS PID PPID VALUE" when they begin (PPID: their redlock), "end TERM NS" when they
 // end (NS: wall-clock nanoseconds, `date +%s%N`).
@@ -70,11 +73,11 @@ pid_t spawn_candidate(const cluster& nodes, const std::string& events, const std
     const std::string script = "echo \"start $REDLOCK_TERM $(date +%s%N) $$ $PPID cand-" + std::to_string(id) +
                                "\" >> " + events + "; trap 'echo \"end $REDLOCK_TERM $(date +%s%N)\" >> " + events +
                                "; exit 0' TERM; while :; do sleep 0.02; done";
-    return spawn_process(
-        {{REDLOCK_CLI_PATH, "elect", "--nodes", comma_joined(nodes.urls()), "--key", key, "--ttl",
-          std::to_string(ttl.count()) + "ms", "--proposal", "cand-" + std::to_string(id), "--", "sh", "-c", script},
-         environment_with({}),
-         log});
+    return spawn_process({{REDLOCK_CLI_PATH, "elect", "--nodes", comma_joined(nodes.urls()), "--key", key, "--ttl",
+                           std::to_string(ttl.count()) + "ms", "--kill-grace", kill_grace, "--proposal",
+                           "cand-" + std::to_string(id), "--", "sh", "-c", script},
+                          environment_with({}),
+                          log});
 }
 
 // Running (a zombie nobody reaped yet has ended: its orphan is reparented to an init that may be slow to reap).

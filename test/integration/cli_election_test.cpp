@@ -130,7 +130,7 @@ BOOST_AUTO_TEST_CASE(a_lost_leadership_stops_the_command_or_campaigns_again)
     const auto delete_key = [&] {
         for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].cli({"DEL", key});
     };
-    const auto once = spawn_elect(nodes, {"--ttl", "900ms"}, script, log);
+    const auto once = spawn_elect(nodes, {"--ttl", "2s", "--kill-grace", "300ms"}, script, log);
     BOOST_REQUIRE(wait_until([&] { return lines_of(file_contents(runs)).size() == 1; }, 10'000ms));
     delete_key();
     int status = 0;
@@ -139,7 +139,7 @@ BOOST_AUTO_TEST_CASE(a_lost_leadership_stops_the_command_or_campaigns_again)
     BOOST_TEST(lines_of(file_contents(runs)).back() == "stop");
 
     std::filesystem::remove(runs);
-    const auto again = spawn_elect(nodes, {"--ttl", "900ms", "--again"}, script, log);
+    const auto again = spawn_elect(nodes, {"--ttl", "2s", "--kill-grace", "300ms", "--again"}, script, log);
     BOOST_REQUIRE(wait_until([&] { return lines_of(file_contents(runs)).size() == 1; }, 10'000ms));
     delete_key();
     BOOST_REQUIRE_MESSAGE(wait_until([&] { return lines_of(file_contents(runs)).size() == 3; }, 5000ms),
@@ -161,7 +161,7 @@ BOOST_AUTO_TEST_CASE(a_signal_forwarded_as_the_leadership_is_lost_ends_again)
     const auto log = dir + "/log", runs = dir + "/runs";
     const std::string script =
         "echo start >> " + runs + "; trap 'echo term >> " + runs + "; sleep 2; exit 0' TERM; " + until_exists("/x");
-    const auto again = spawn_elect(nodes, {"--ttl", "2s", "--again"}, script, log);
+    const auto again = spawn_elect(nodes, {"--ttl", "2s", "--kill-grace", "300ms", "--again"}, script, log);
     BOOST_REQUIRE(wait_until([&] { return lines_of(file_contents(runs)).size() == 1; }, 10'000ms));
     ::kill(again, SIGTERM);
     BOOST_REQUIRE(wait_until([&] { return lines_of(file_contents(runs)).size() == 2; }, 5000ms));
