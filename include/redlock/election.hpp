@@ -186,10 +186,13 @@ public:
     explicit operator bool() const noexcept { return impl_ != nullptr; }
 
     /// The first call completes with who leads now (nullopt: nobody); each later call with the next change: another
-    /// leader, a new value of the same leader, or nobody. A read that finds no quorum of nodes is retried (at most a
-    /// second apart), not reported: a node outage is not a change (`diag` says what the last read saw). One call at a
-    /// time (a second while one runs: invalid_argument). Signature: void(error_code, std::optional<leader_info>).
-    /// Cancellation: terminal; the observer stays usable.
+    /// leader, a new value of the same leader, or nobody. Once a state was delivered, a read that finds no quorum of
+    /// nodes is retried (at most a second apart), not reported: a node outage is not a change (`diag` says what the
+    /// last read saw). Before that, a call whose read finds no quorum completes with no_quorum (at the latest after the
+    /// client's connect timeout, which the first read waits for), and the next call reads again after a pause (100 ms,
+    /// doubling up to a second): nothing waits in silence for nodes that cannot be reached. One call at a time (a
+    /// second while one runs: invalid_argument). Signature: void(error_code, std::optional<leader_info>). Cancellation:
+    /// terminal; the observer stays usable.
     template <
         boost::asio::completion_token_for<void(error_code, std::optional<leader_info>)> Token = boost::asio::deferred_t>
     auto async_next(diagnostics& diag, Token&& token = {})

@@ -197,6 +197,27 @@ BOOST_AUTO_TEST_CASE(listen_prints_the_leader_and_each_change)
     BOOST_TEST(exit_status(status) == 0);
 }
 
+// --listen with its node down says so on stderr at once (not a silent wait), keeps trying, and prints the leader once
+// the node is back.
+BOOST_AUTO_TEST_CASE(listen_says_when_no_quorum_answers_and_keeps_trying)
+{
+    cluster nodes(1);
+    nodes[0].kill();
+    const auto dir = make_temp_dir("redlock-elect-");
+    const auto heard = dir + "/heard";
+    const auto listener = spawn_process({elect_args(nodes, {"--listen"}), environment_with({}), heard});
+    BOOST_TEST(
+        wait_until([&] { return file_contents(heard).find("cannot read who leads") != std::string::npos; }, 5000ms),
+        file_contents(heard));
+    nodes[0].restart();
+    BOOST_TEST(wait_until([&] { return file_contents(heard).find("\nnone\n") != std::string::npos; }, 10'000ms),
+               file_contents(heard));
+    ::kill(listener, SIGINT);
+    int status = 0;
+    BOOST_REQUIRE(wait_for_exit(listener, 5000ms, &status));
+    BOOST_TEST(exit_status(status) == 0);
+}
+
 BOOST_AUTO_TEST_CASE(bad_command_lines_exit_64)
 {
     cluster nodes(1);

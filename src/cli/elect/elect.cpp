@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 namespace redlock::cli {
 namespace {
@@ -311,6 +312,8 @@ asio::awaitable<int> elect_session::listen()
 {
     election e(client_, o_.key, campaign_options());
     auto observer = e.observe();
+    // Before the first line, no quorum of nodes answers: said at once, then every 10 s (5 s with -v) while it lasts.
+    std::optional<clock::time_point> unreachable_said;
     for (;;) {
         diagnostics diag;
         auto [ec, leader] =
@@ -320,10 +323,22 @@ asio::awaitable<int> elect_session::listen()
             report_.error("elect: cannot listen to '" + o_.key + "': " + std::string(diag.message()));
             co_return exit_code::usage;
         }
+        if (ec == error::no_quorum) {
+            const auto every = report_.verbose() ? std::chrono::seconds(5) : std::chrono::seconds(10);
+            if (!unreachable_said || clock::now() - *unreachable_said >= every) {
+                unreachable_said = clock::now();
+                report_.note("listening to '" + o_.key + "': cannot read who leads (" +
+                             (diag.message().empty() ? ec.message() : std::string(diag.message())) + "); still trying");
+                report_.note_lines(describe_nodes(diag.nodes()));
+            }
+            continue;
+        }
         if (ec) {
             report_.error("listening to '" + o_.key + "': " + ec.message());
             co_return exit_code::unavailable;
         }
+        if (unreachable_said) report_.note("listening to '" + o_.key + "': a quorum of nodes answers again");
+        unreachable_said.reset();
         if (leader) report_.detail("leader of '" + o_.key + "': token " + leader->token);
         write_stdout(leader_line(leader));
     }

@@ -119,6 +119,10 @@ asio::awaitable<next_result> wait_next(std::shared_ptr<observer_state> self, dia
             if (read.ec) {
                 // A node outage is not a change: read again soon.
                 self->recheck_at = now + retry_pause(++self->failed_reads);
+                // Until a first state was delivered there is nothing to stay quiet about: the caller learns that no
+                // quorum can be read (the read waited for connections: the client's connect timeout) rather than wait
+                // in silence. The next call reads again after the pause.
+                if (!self->seen.delivered_any) co_return next_result{read.ec, std::nullopt};
             } else {
                 self->failed_reads = 0;
                 // The leader's key may lapse without a message (its process died); while nobody leads, a missed
