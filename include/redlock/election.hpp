@@ -87,7 +87,8 @@ public:
     const std::string& token() const noexcept;
     /// The value proclaimed last on a quorum of nodes (the proposal, until a proclaim succeeds).
     std::string value() const;
-    /// The revision of value(): 1 for the proposal, one more for each proclaim that succeeded or failed.
+    /// The revision of value(), the last value proclaimed successfully: 1 for the proposal. Every proclaim, failed ones
+    /// included, takes the next number, so after a failed proclaim it may grow by more than one.
     std::uint64_t revision() const noexcept;
     /// Local deadline (steady clock) and time left of the lease; the watchdog keeps moving it on.
     std::chrono::steady_clock::time_point valid_until() const noexcept;
@@ -101,7 +102,8 @@ public:
     /// Changes the leader's value: on each node where the election key still holds this leadership's token, writes
     /// token, term, value and the next revision into the leader hash and publishes on the elected channel (observers
     /// read again at once). Succeeds once a quorum wrote it while the lease holds. Errors: not_owner (too many nodes
-    /// say the key holds another token or none: the leadership is gone), lost (the lease was lost or released),
+    /// say the key holds another token or none: the leadership is gone; also after async_resign), lost (the lease was
+    /// lost),
     /// no_quorum (too few answered). On failure some nodes may hold the new value (readers take the highest revision
     /// they see of the current token): proclaim again to settle it. Signature: void(error_code). Cancellation:
     /// terminal (the requests are still sent).
