@@ -53,4 +53,19 @@ inline std::string release_channel(std::string_view lock_key)
     return aux_name(lock_key, "released");
 }
 
+/// An election's leader hash: `{name}:leader` (or `name:leader`), fields `token`, `term`, `value` and `revision`,
+/// written only where the election key (the name, a plain lock) holds that token. No TTL: it is read only beside the
+/// key, and a hash whose token the key does not hold is stale (doc/election.md).
+inline std::string leader_key(std::string_view name)
+{
+    return aux_name(name, "leader");
+}
+
+/// The channel an election's leader publishes on when it proclaims a value (its first, when elected):
+/// `{name}:elected` (or `name:elected`). Observers listen there and on the release channel (a resignation).
+inline std::string elected_channel(std::string_view name)
+{
+    return aux_name(name, "elected");
+}
+
 }  // namespace redlock

@@ -6,6 +6,7 @@
 #include <redlock/client.hpp>
 #include <redlock/connection.hpp>
 #include <redlock/diagnostics.hpp>
+#include <redlock/election.hpp>
 #include <redlock/error.hpp>
 #include <redlock/fenced_write.hpp>
 #include <redlock/key_layout.hpp>
@@ -28,5 +29,6 @@
 #include <redlock/semaphore_inspection.hpp>
 #include <redlock/shared_mutex.hpp>
 #include <redlock/stats.hpp>
+#include <redlock/with_leadership.hpp>
 #include <redlock/with_lock.hpp>
 #include <redlock/with_permit.hpp>

@@ -1,9 +1,11 @@
-// The `redlock` command-line tool: dispatches to its subcommands, one folder each (exec, throttle, status, bench).
+// The `redlock` command-line tool: dispatches to its subcommands, one folder each (exec, elect, throttle, status,
+// bench).
 #include "cli/bench/bench.hpp"
 #include "cli/common/child.hpp"
 #include "cli/common/command_line.hpp"
 #include "cli/common/exit_codes.hpp"
 #include "cli/common/output.hpp"
+#include "cli/elect/elect.hpp"
 #include "cli/exec/exec.hpp"
 #include "cli/status/status.hpp"
 #include "cli/throttle/throttle.hpp"
@@ -24,6 +26,7 @@ constexpr std::string_view general_help = R"(usage: redlock <command> [options]
 
 commands:
   exec [options] -- COMMAND [ARG...]   run COMMAND under a distributed lock
+  elect --key NAME -- COMMAND [ARG...] run COMMAND while leading an election (--listen: print its leaders)
   throttle --key NAME --rate N/PERIOD [-- COMMAND [ARG...]]
                                        wait for room in a rate limiter, then run COMMAND
   status --key NAME                    who holds a lock or a semaphore, remaining TTL per node
@@ -37,11 +40,12 @@ commands:
 
 int dispatch(const std::string& name, const std::vector<std::string>& args)
 {
-    const std::array commands{exec_command(), throttle_command(), status_command(), bench_command()};
+    const std::array commands{exec_command(), elect_command(), throttle_command(), status_command(), bench_command()};
     auto find = [&](std::string_view wanted) {
         auto it = std::find_if(commands.begin(), commands.end(), [&](const subcommand& c) { return c.name == wanted; });
         if (it == commands.end())
-            throw usage_error("unknown command '" + std::string(wanted) + "' (exec, throttle, status, bench or help)");
+            throw usage_error("unknown command '" + std::string(wanted) +
+                              "' (exec, elect, throttle, status, bench or help)");
         return *it;
     };
     if (name == "--version" || name == "version") {

@@ -146,6 +146,16 @@ BOOST_AUTO_TEST_CASE(read_write_lock_lets_readers_share_and_the_rebuild_run_alon
     BOOST_TEST(has(out, "the rebuild always alone"));
 }
 
+BOOST_AUTO_TEST_CASE(leader_election_has_one_leader_at_a_time)
+{
+    cluster nodes(3);
+    const auto out = run_example(REDLOCK_EXAMPLE_LEADER_ELECTION, comma_joined(nodes.urls()));
+    for (const auto* name : {"alpha", "beta", "gamma"}) BOOST_TEST(has(out, std::string(name) + " leads, term"));
+    BOOST_TEST(has(out, "observer: nobody leads"));
+    BOOST_TEST(has(out, ": writing the report'"));  // the observer saw a proclaimed value
+    BOOST_TEST(has(out, "one leader at a time, terms increasing, the deposed leader's write refused"));
+}
+
 // A limiter over N nodes is refused at compile time now (the example's static_asserts): it runs on the first node.
 BOOST_AUTO_TEST_CASE(rate_limit_admits_the_burst_on_the_first_node)
 {

@@ -1,5 +1,5 @@
-// The body of with_lock and with_permit: runs a coroutine while a lease holds, cancels it when the lease is lost,
-// and releases the lease on every exit path.
+// The body of with_lock, with_permit and with_leadership: runs a coroutine while a lease holds, cancels it when the
+// lease is lost, and releases the lease (a leadership: resigns) on every exit path.
 #pragma once
 
 #include <redlock/error.hpp>
@@ -32,7 +32,7 @@ struct held_body<Body, Held> {
     using type = std::invoke_result_t<Body&, const Held&>;
 };
 
-/// `held` is a lease or a permit, held with the watchdog on.
+/// `held` is a lease, a permit or a leadership, held with the watchdog on; a leadership resigns at the end.
 template <class Held, class Body>
 auto run_while_held(Held held, Body& body) -> typename held_body<Body, Held>::type
 {
@@ -66,7 +66,10 @@ auto run_while_held(Held held, Body& body) -> typename held_body<Body, Held>::ty
     }
     // A cancelled coroutine would throw at its next co_await: clear that so the release still runs.
     co_await asio::this_coro::reset_cancellation_state();
-    co_await held.async_release(asio::as_tuple(asio::use_awaitable));
+    if constexpr (requires { held.async_resign(asio::as_tuple(asio::use_awaitable)); })
+        co_await held.async_resign(asio::as_tuple(asio::use_awaitable));  // a leadership
+    else
+        co_await held.async_release(asio::as_tuple(asio::use_awaitable));
     if (failure) std::rethrow_exception(failure);
     if constexpr (!std::is_void_v<result_type>) co_return std::move(*result);
 }

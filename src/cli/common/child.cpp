@@ -172,6 +172,8 @@ int child_process::start(const child_spec& spec)
     ::close(report[0]);
     pid_ = pid;
     own_group_ = spec.own_group;
+    exited_ = false;  // a second start (redlock elect --again) is a new command
+    status_ = 0;
     if (got == static_cast<ssize_t>(sizeof exec_error)) {
         int status = 0;
         while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {

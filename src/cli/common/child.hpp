@@ -40,7 +40,8 @@ public:
     child_process(const child_process&) = delete;
     child_process& operator=(const child_process&) = delete;
 
-    // fork + execve. Returns 0, or the errno of the failed fork/exec (the child is reaped then).
+    // fork + execve. Returns 0, or the errno of the failed fork/exec (the child is reaped then). Once the command
+    // was reaped, a start runs another.
     int start(const child_spec& spec);
 
     pid_t pid() const noexcept { return pid_; }

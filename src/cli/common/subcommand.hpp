@@ -1,4 +1,4 @@
-// One subcommand of `redlock`, a folder of src/cli/ (exec, throttle, status, bench): main.cpp dispatches on its
+// One subcommand of `redlock`, a folder of src/cli/ (exec, elect, throttle, status, bench): main.cpp dispatches on its
 // name and prints its help for `redlock help <name>`.
 #pragma once
 

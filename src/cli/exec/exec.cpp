@@ -1,15 +1,17 @@
 // `redlock exec`: take the lock (or a semaphore's permit), run the command under it, stop the command if the lease
 // is lost, release.
 #include "cli/common/child.hpp"
+#include "cli/common/command_env.hpp"
 #include "cli/common/duration.hpp"
 #include "cli/common/exit_codes.hpp"
+#include "cli/common/guarded_command.hpp"
+#include "cli/common/guarded_run.hpp"
+#include "cli/common/signal_watch.hpp"
 #include "cli/common/signals.hpp"
 #include "cli/common/wait_progress.hpp"
 #include "cli/exec/exec.hpp"
-#include "cli/exec/guarded_run.hpp"
 #include "cli/exec/held_grant.hpp"
 #include "cli/exec/options.hpp"
-#include "cli/exec/signal_watch.hpp"
 
 #include <redlock/client.hpp>
 #include <redlock/mutex.hpp>
@@ -32,8 +34,6 @@
 #include <cstring>
 #include <unistd.h>
 
-extern char** environ;
-
 namespace redlock::cli {
 namespace {
 
@@ -52,16 +52,8 @@ double ms_since(clock::time_point start)
 
 std::vector<std::string> child_environment(const exec_options& o, const held_grant& held)
 {
-    std::vector<std::string> env;
-    for (char** e = environ; *e != nullptr; ++e) {
-        const std::string_view entry(*e);
-        // An outer redlock's values must not leak through: the command sees this lock only.
-        if (entry.starts_with("REDLOCK_KEY=") || entry.starts_with("REDLOCK_TOKEN=") ||
-            entry.starts_with("REDLOCK_FENCING_TOKEN=") || entry.starts_with("REDLOCK_PERMIT_ID=") ||
-            entry.starts_with("REDLOCK_LIMIT="))
-            continue;
-        env.emplace_back(entry);
-    }
+    // An outer redlock's values must not leak through: the command sees this lock only.
+    auto env = inherited_environment();
     env.push_back("REDLOCK_KEY=" + o.key);
     env.push_back("REDLOCK_TOKEN=" + held.token());
     if (held.fencing_token() != 0) env.push_back("REDLOCK_FENCING_TOKEN=" + std::to_string(held.fencing_token()));
@@ -89,24 +81,18 @@ public:
           path_(std::move(path)),
           report_(o.output),
           signals_(ctx.get_executor()),
-          sigchld_(ctx, SIGCHLD),
+          guard_(ctx, report_,
+                 {.key = o.key,
+                  .watchdog = o.watchdog,
+                  .ttl = o.ttl,
+                  .kill_signal = o.kill_signal,
+                  .kill_grace = o.kill_grace}),
           client_(ctx.get_executor(), o.nodes),
-          stop_timer_(ctx),
-          grace_timer_(ctx),
           pause_(ctx),
           progress_(ctx.get_executor(), report_, lock_diag_, client_.quorum(),
                     [this](const std::vector<node_outcome>& nodes) { return node_lines(nodes); })
     {
         for (int signo : {SIGINT, SIGTERM, SIGHUP}) signals_.add(signo);
-    }
-
-    ~exec_session()
-    {
-        // Only if shutdown() could not run: never leave the command running without its lock.
-        if (child_.running()) {
-            child_.signal(SIGKILL);
-            while (!child_.try_reap()) ::usleep(1000);
-        }
     }
 
     asio::awaitable<int> run();
@@ -131,11 +117,6 @@ private:
     void describe_quorum() const;
     asio::awaitable<int> run_command();
     asio::awaitable<error_code> release();
-    void watch_validity();
-    void on_lost();
-    void stop_command(const std::string& why, clock::time_point kill_at);
-    void stop_leftovers();
-    clock::duration stop_grace() const;
     asio::awaitable<void> sleep_for(asio::steady_timer& timer, std::chrono::milliseconds d);
     asio::awaitable<void> settle(asio::steady_timer& timer);
     int interrupted_exit(std::string_view while_doing) const;
@@ -147,21 +128,16 @@ private:
     std::string path_;
     reporter report_;
     signal_watch signals_;
-    asio::signal_set sigchld_;  // before the fork: an early exit of the command is not missed
+    guarded_command guard_;  // before the fork: an early exit of the command is not missed; its destructor kills
     client client_;
     held_grant held_;                      // owned here, not by a coroutine frame: shutdown() releases it
     asio::cancellation_signal cancel_op_;  // the connect or lock in progress, on a signal
-    asio::steady_timer stop_timer_;        // --kill-grace before the validity ends: stop the command?
-    asio::steady_timer grace_timer_;       // SIGKILL, when the command outlives its grace
     asio::steady_timer pause_;             // shutdown()'s
     wait_progress progress_;               // "still waiting" while the lock is busy or the nodes are down
     diagnostics lock_diag_;                // the last attempt's outcome, read by the progress report
     std::uint32_t earlier_attempts_ = 0;   // a plain exec's try, before the wait whose attempts lock_diag_ counts
     phase phase_ = phase::acquiring;
     int interrupted_ = 0;  // the signal that interrupted the acquisition
-    child_process child_;
-    bool stopping_ = false;  // the kill signal was sent: the command's protection ends early
-    bool lost_ = false;
     diagnostics connect_diag_;
     std::vector<node_outcome> connect_outcomes_;
 };
@@ -185,13 +161,13 @@ void exec_session::on_signal(const signal_event& e)
             break;
         case phase::running:
             // Ctrl-C in a terminal goes to its whole foreground process group: a command in ours has it already.
-            if (e.from_terminal() && !child_.own_group()) {
+            if (e.from_terminal() && !guard_.child().own_group()) {
                 report_.detail(signal_name(e.signo) +
                                " from the terminal: the command got it too (it is in redlock's process group)");
                 break;
             }
             report_.detail("forwarding " + signal_name(e.signo) + " to the command");
-            child_.signal(e.signo);
+            guard_.child().signal(e.signo);
             break;
         case phase::finishing:
             break;  // the command is gone; the release is bounded by the per-node deadline
@@ -422,39 +398,38 @@ asio::awaitable<int> exec_session::run_command()
     spec.argv = o_.command;
     spec.env = child_environment(o_, held_);
     spec.own_group = !in_terminal_foreground();
-    spec.parent_death_signal = o_.kill_signal;  // if redlock dies, nobody keeps the lease: stop the command
     const auto run_start = clock::now();
-    if (const int e = child_.start(spec); e != 0) {
+    if (const int e = guard_.start(spec); e != 0) {
         phase_ = phase::finishing;
         report_.error("cannot run '" + o_.command.front() + "': " + std::strerror(e));
         co_await release();
         co_return e == ENOENT ? exit_code::not_found : exit_code::cannot_run;
     }
     phase_ = phase::running;  // before any co_await: a signal handled from now on is forwarded
-    report_.detail("running '" + command_line(o_.command) + "' (pid " + std::to_string(child_.pid()) +
+    const auto& child = guard_.child();
+    report_.detail("running '" + command_line(o_.command) + "' (pid " + std::to_string(child.pid()) +
                    (spec.own_group ? ", own process group)" : ", in redlock's process group)"));
     held_.async_wait_lost([this](error_code ec) {
-        if (ec == error::lost) on_lost();
+        if (ec == error::lost) guard_.on_lost();
     });
-    watch_validity();
+    guard_.watch_validity([this] { return held_.valid_until(); });
 
-    while (!child_.try_reap()) co_await sigchld_.async_wait(use_tuple);
+    co_await guard_.wait_exit();
     phase_ = phase::finishing;
-    stop_timer_.cancel();
-    grace_timer_.cancel();
     // The lease counts as held to the end only if it was still valid when the command was seen to exit, and the
     // command was not stopped because the lease was about to end.
-    const bool expired = stopping_ || lost_ || held_.lost() || clock::now() >= held_.valid_until();
-    if (stopping_) stop_leftovers();
-    report_.detail("the command " + child_.describe_exit() + " after " + format_ms(ms_since(run_start)));
+    const bool stopping = guard_.stopping();
+    const bool expired = stopping || guard_.lost() || held_.lost() || clock::now() >= held_.valid_until();
+    if (stopping) guard_.stop_leftovers();
+    report_.detail("the command " + child.describe_exit() + " after " + format_ms(ms_since(run_start)));
 
     const auto release_start = clock::now();
     const auto rec = co_await release();
     const auto release_time = ms_since(release_start);
     if (expired) {
-        if (!stopping_) {
+        if (!stopping) {
             report_.error("the lease on '" + o_.key + "' ran out before the command finished (the command " +
-                          child_.describe_exit() + "): its work was not protected to the end");
+                          child.describe_exit() + "): its work was not protected to the end");
         }
         co_return exit_code::lost;
     }
@@ -464,7 +439,7 @@ asio::awaitable<int> exec_session::run_command()
     } else {
         report_.detail("released '" + o_.key + "' in " + format_ms(release_time));
     }
-    co_return child_.exit_code();
+    co_return child.exit_code();
 }
 
 // Releases the lease; once released it is gone from held_, and shutdown() has nothing left to release.
@@ -474,77 +449,6 @@ asio::awaitable<error_code> exec_session::release()
     auto [ec] = co_await held_.async_release(use_tuple);
     held_ = held_grant{};
     co_return ec;
-}
-
-// How long before the end of the validity the command gets --kill-signal: --kill-grace, but at most half the
-// TTL. The watchdog extends every TTL / 3, so with a healthy quorum the validity left never drops below
-// 2/3 TTL - drift: a grace up to TTL / 2 leaves the first extension and its retries time to succeed, and a
-// longer one would stop a command under a healthy lease (or, with --no-watchdog, at once).
-clock::duration exec_session::stop_grace() const
-{
-    return std::min<clock::duration>(o_.kill_grace, o_.ttl / 2);
-}
-
-// Once the extensions keep failing, stop the command --kill-grace before the validity ends, so that it is gone
-// before anyone else can hold the lock. A successful extension moves valid_until() forward: then wait again.
-void exec_session::watch_validity()
-{
-    const auto grace = stop_grace();
-    stop_timer_.expires_at(held_.valid_until() - grace);
-    stop_timer_.async_wait([this, grace](error_code ec) {
-        if (ec || phase_ != phase::running || stopping_ || held_.lost()) return;  // on_lost() takes a lost lease
-        const auto now = clock::now();
-        const auto until = held_.valid_until();
-        if (until - grace > now) return watch_validity();  // extended meanwhile
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count();
-        const std::string ends = "its validity ends in " + std::to_string(std::max<long long>(left, 0)) + " ms";
-        stop_command(o_.watchdog ? "the watchdog could not extend the lease on '" + o_.key +
-                                       "' on a quorum of nodes in time: " + ends
-                                 : "the lease on '" + o_.key + "' is running out (--no-watchdog, ttl " +
-                                       format_duration(o_.ttl) + "): " + ends,
-                     until);
-    });
-}
-
-void exec_session::on_lost()
-{
-    if (phase_ != phase::running || lost_) return;
-    lost_ = true;
-    const std::string why = o_.watchdog ? "the watchdog could not extend it on a quorum of nodes in time"
-                                        : "its TTL of " + format_duration(o_.ttl) + " ran out (--no-watchdog)";
-    if (stopping_) {
-        report_.detail("lost the lease on '" + o_.key + "': " + why);
-        return;
-    }
-    // Before the stop time: another owner answered on a quorum, or the process was paused past the validity.
-    stop_command("lost the lease on '" + o_.key + "' while the command ran: " + why, clock::now() + o_.kill_grace);
-}
-
-// Sends --kill-signal to the command (once), then SIGKILL at `kill_at` if it is still running.
-void exec_session::stop_command(const std::string& why, clock::time_point kill_at)
-{
-    if (phase_ != phase::running || stopping_) return;
-    stopping_ = true;
-    report_.error(why + "; sending " + signal_name(o_.kill_signal) + " to the command");
-    const auto sent = clock::now();
-    child_.signal(o_.kill_signal);
-    // A stopped command would keep the signal pending: let it act on it.
-    if (o_.kill_signal != SIGKILL && o_.kill_signal != SIGCONT) child_.signal(SIGCONT);
-    grace_timer_.expires_at(kill_at);
-    grace_timer_.async_wait([this, sent](error_code ec) {
-        if (ec || !child_.running()) return;
-        report_.error("the command did not exit within " +
-                      format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - sent)) +
-                      " of " + signal_name(o_.kill_signal) + ": sending SIGKILL");
-        child_.signal(SIGKILL);
-    });
-}
-
-// After a stop, the command's own process group must end too: what the command started may still touch the
-// resource. The command had its grace period; what it leaves behind is killed at once.
-void exec_session::stop_leftovers()
-{
-    if (child_.signal_leftovers(SIGKILL)) report_.detail("killed what was left of the command's process group");
 }
 
 asio::awaitable<void> exec_session::shutdown(std::exception_ptr failure)
@@ -559,12 +463,10 @@ asio::awaitable<void> exec_session::shutdown(std::exception_ptr failure)
             report_.error("internal error");
         }
     }
-    if (child_.running()) {
-        report_.error("stopping the command (pid " + std::to_string(child_.pid()) +
+    if (guard_.child().running()) {
+        report_.error("stopping the command (pid " + std::to_string(guard_.child().pid()) +
                       "): it must not run on without the lock");
-        child_.signal(SIGKILL);
-        while (!child_.try_reap()) co_await sleep_for(pause_, std::chrono::milliseconds(1));
-        stop_leftovers();
+        co_await guard_.kill(pause_);
     }
     if (held_) {
         auto [ec] = co_await held_.async_release(use_tuple);
@@ -585,9 +487,7 @@ void exec_session::finish()
     progress_.stop();
     phase_ = phase::finishing;
     signals_.cancel();
-    sigchld_.cancel();
-    stop_timer_.cancel();
-    grace_timer_.cancel();
+    guard_.cancel();
     client_.close();
 }
 

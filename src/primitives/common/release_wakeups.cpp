@@ -41,19 +41,46 @@ std::shared_ptr<release_wakeups> release_wakeups::make(std::shared_ptr<node_set>
     return self;
 }
 
+release_wakeups::channel_state& release_wakeups::channel(const std::string& name)
+{
+    auto [it, fresh] = channels_.try_emplace(name);
+    if (fresh) {
+        it->second.nodes.assign(nodes_->size(), node_state::none);
+        it->second.asked.assign(nodes_->size(), false);
+        it->second.generation = ++generations_;
+    }
+    return it->second;
+}
+
 void release_wakeups::watch(const std::vector<std::string>& channels, release_watcher& w)
 {
-    for (const auto& channel : channels) {
-        auto [it, fresh] = channels_.try_emplace(channel);
-        if (fresh) {
-            it->second.nodes.assign(nodes_->size(), node_state::none);
-            it->second.asked.assign(nodes_->size(), false);
-            it->second.generation = ++generations_;
-        }
-        it->second.watchers.push_back(&w);
-    }
+    for (const auto& name : channels) channel(name).watchers.push_back(&w);
     w.freed.assign(nodes_->size(), false);
     w.channels = channels.size();
+}
+
+void release_wakeups::observe(const std::vector<std::string>& channels, release_observer& o)
+{
+    for (const auto& name : channels) channel(name).observers.push_back(&o);
+}
+
+void release_wakeups::unobserve(const std::vector<std::string>& channels, release_observer& o)
+{
+    for (const auto& name : channels) {
+        auto it = channels_.find(name);
+        if (it == channels_.end()) continue;
+        std::erase(it->second.observers, &o);
+        left(it->second);
+    }
+}
+
+// Someone left the channel: with nobody left, it lingers, then the sweep unsubscribes it.
+void release_wakeups::left(channel_state& state)
+{
+    if (state.watchers.empty() && state.observers.empty()) {
+        state.idle_since = clock::now();
+        schedule_sweep();
+    }
 }
 
 void release_wakeups::unwatch(const std::vector<std::string>& channels, release_watcher& w)
@@ -66,10 +93,7 @@ void release_wakeups::unwatch(const std::vector<std::string>& channels, release_
         // Woken, but gone before an attempt answered: the release is the next one's (a fair waiter's successor
         // is woken by the message its leaving publishes).
         if ((w.woken || w.acting_on_release) && w.token.empty()) wake(state, {});
-        if (state.watchers.empty()) {
-            state.idle_since = clock::now();
-            schedule_sweep();
-        }
+        left(state);
     }
 }
 
@@ -120,6 +144,8 @@ void release_wakeups::on_subscribed(const std::string& channel, std::uint64_t ge
     }
     for (auto* w : state.watchers)
         if (w->settling) w->timer.cancel();
+    for (auto* o : state.observers)
+        if (o->settling) o->timer.cancel();
 }
 
 bool release_wakeups::reliable(const std::vector<std::string>& channels) const
@@ -163,6 +189,12 @@ void release_wakeups::on_message(const std::string& channel, const std::string& 
     // A failed attempt's clean-up frees a node, not the lock: waking on each would let two waiters that each
     // win a minority wake each other forever while the holder keeps a quorum.
     if (payload.starts_with(clean_up_mark)) return wake_freed(state, next_in_line);
+    // Every node's copy: the first may come before the other nodes changed, and an observer that read then would
+    // see the old quorum and sleep through the rest.
+    for (auto* o : state.observers) {
+        o->woken = true;
+        if (o->pausing) o->timer.cancel();
+    }
     auto& recent = state.recent;
     if (std::find(recent.begin(), recent.end(), payload) != recent.end()) return;  // another node's copy
     if (recent.size() == 8) recent.erase(recent.begin());
@@ -261,7 +293,7 @@ void release_wakeups::sweep()
     bool idle_left = false;
     for (auto it = channels_.begin(); it != channels_.end();) {
         auto& state = it->second;
-        if (!state.watchers.empty()) {
+        if (!state.watchers.empty() || !state.observers.empty()) {
             ++it;
             continue;
         }

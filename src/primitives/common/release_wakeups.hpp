@@ -39,6 +39,11 @@ struct release_watcher {
     std::size_t channels = 0;  ///< how many channels it watches: a multi-key waiter does not use up a release
 };
 
+/// An observer (an election's, which follows its leader): registered with release_wakeups::observe, every copy of
+/// every message on its channels wakes it (or, while it reads, marks it woken), and it takes no release from the
+/// waiters. Only its timer and the pausing, settling and woken flags are used.
+using release_observer = release_watcher;
+
 /// The release id of attempt n's clean-up: a clean-up frees only the nodes it is sent to, so its messages count
 /// per node (release_watcher::freed) instead of waking a waiter the way a holder's release does.
 std::string clean_up_id(const std::string& token, std::uint64_t n);
@@ -68,6 +73,11 @@ public:
     /// Registers `w` on `channels` (no I/O). Unwatch before `w` dies.
     void watch(const std::vector<std::string>& channels, release_watcher& w);
     void unwatch(const std::vector<std::string>& channels, release_watcher& w);
+    /// Registers an observer on `channels` (no I/O): each node's copy of each message (but a failed attempt's
+    /// clean-up) wakes it, because each copy says that node changed; the waiters are woken as if it were not there.
+    /// Unobserve before `o` dies.
+    void observe(const std::vector<std::string>& channels, release_observer& o);
+    void unobserve(const std::vector<std::string>& channels, release_observer& o);
 
     /// Sends SUBSCRIBE for `channels` to every node that has not confirmed, refused or been asked already.
     void subscribe(const std::vector<std::string>& channels);
@@ -95,6 +105,7 @@ private:
     enum class node_state : std::uint8_t { none, subscribing, confirmed, refused };
     struct channel_state {
         std::vector<release_watcher*> watchers;  // registration order: the longest waiting first
+        std::vector<release_observer*> observers;
         std::vector<node_state> nodes;
         std::vector<bool> asked;          // per node: a SUBSCRIBE went out (a late confirmation may follow a timeout)
         std::uint64_t generation = 0;     // tells a subscription's late answer from a newer one's
@@ -113,6 +124,8 @@ private:
     {}
     void on_subscribed(const std::string& channel, std::uint64_t generation, std::size_t node, error_code ec,
                        const diagnostics& diag);
+    channel_state& channel(const std::string& name);
+    void left(channel_state& state);
     void wake(channel_state& state, std::string_view next_in_line);
     void wake_freed(channel_state& state, std::string_view next_in_line);
     void wake_for_permits(channel_state& state, std::string_view count);

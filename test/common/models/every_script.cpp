@@ -1,5 +1,6 @@
 #include "common/models/every_script.hpp"
 #include "primitives/common/token_lease.hpp"
+#include "primitives/election/election_scripts.hpp"
 #include "primitives/fair/fair_scripts.hpp"
 #include "primitives/mutex/plain_scripts.hpp"
 #include "primitives/rate_limit/rate_scripts.hpp"
@@ -64,6 +65,8 @@ std::vector<request> every_script_request(const std::string& name)
     built.push_back(rws::release_write_side(lease, "r", 50ms));
     built.push_back(rws::read_extend_request(lease, 1000ms, 50ms));
     built.push_back(rws::read_extend_batch_request({{&lease, 1000ms}, {&lease, 2000ms}}, 50ms));
+    built.push_back(
+        detail::election_scripts::proclaim_request(aux_name(name, "election"), lease.token, 9, "value", 2, "m", 50ms));
     for (const auto strategy :
          {redlock::rate_strategy::gcra, redlock::rate_strategy::fixed_window, redlock::rate_strategy::sliding_window})
         built.push_back(detail::rate_scripts::decision_request(

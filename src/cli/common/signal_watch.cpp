@@ -1,5 +1,5 @@
+#include "cli/common/signal_watch.hpp"
 #include "cli/common/signals.hpp"
-#include "cli/exec/signal_watch.hpp"
 
 #include <boost/system/system_error.hpp>
 

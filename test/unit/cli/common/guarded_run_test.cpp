@@ -7,7 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
-#include <cli/exec/guarded_run.hpp>
+#include <cli/common/guarded_run.hpp>
 #include <stdexcept>
 #include <string>
 

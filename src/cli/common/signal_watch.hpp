@@ -1,7 +1,7 @@
-// INT, TERM and HUP for `redlock exec`, each with its origin. An SA_SIGINFO handler writes every signal to a
-// pipe that the event loop reads: asio::signal_set cannot say who sent a signal, and exec must tell a
-// terminal's Ctrl-C (which the whole foreground process group got, the command included) from a kill(2)
-// aimed at redlock alone.
+// INT, TERM and HUP for `redlock exec` and `redlock elect`, each with its origin. An SA_SIGINFO handler writes every
+// signal to a pipe that the event loop reads: asio::signal_set cannot say who sent a signal, and exec must tell a
+// terminal's Ctrl-C (which the whole foreground process group got, the command included) from a kill(2) aimed at
+// redlock alone.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
