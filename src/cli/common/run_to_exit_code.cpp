@@ -9,9 +9,7 @@
 
 namespace redlock::cli {
 
-namespace {
-
-std::string describe(const std::exception_ptr& e)
+std::string describe_exception(const std::exception_ptr& e)
 {
     try {
         std::rethrow_exception(e);
@@ -22,13 +20,11 @@ std::string describe(const std::exception_ptr& e)
     }
 }
 
-}  // namespace
-
 int run_to_exit_code(boost::asio::io_context& ctx, boost::asio::awaitable<int> body, std::string_view command)
 {
     int code = exit_code::lost;
     auto internal_error = [&](const std::exception_ptr& e) {
-        write_stderr("redlock: " + std::string(command) + ": internal error: " + describe(e) + "\n");
+        write_stderr("redlock: " + std::string(command) + ": internal error: " + describe_exception(e) + "\n");
         code = exit_code::lost;
     };
     boost::asio::co_spawn(ctx, std::move(body), [&](std::exception_ptr e, int result) {

@@ -4,6 +4,8 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <exception>
+#include <string>
 #include <string_view>
 
 namespace redlock::cli {
@@ -13,5 +15,8 @@ namespace redlock::cli {
 // script never takes a crash for success. Stops `ctx` when `body` ends: background work (reconnects, timers) does not
 // hold it.
 int run_to_exit_code(boost::asio::io_context& ctx, boost::asio::awaitable<int> body, std::string_view command);
+
+// What an internal error says: the exception's what(), or "unknown exception".
+std::string describe_exception(const std::exception_ptr& e);
 
 }  // namespace redlock::cli

@@ -6,6 +6,7 @@
 #include "cli/common/exit_codes.hpp"
 #include "cli/common/guarded_command.hpp"
 #include "cli/common/guarded_run.hpp"
+#include "cli/common/run_to_exit_code.hpp"
 #include "cli/common/signal_watch.hpp"
 #include "cli/common/signals.hpp"
 #include "cli/common/wait_progress.hpp"
@@ -347,15 +348,7 @@ asio::awaitable<int> elect_session::listen()
 asio::awaitable<void> elect_session::shutdown(std::exception_ptr failure)
 {
     phase_ = phase::finishing;
-    if (failure) {
-        try {
-            std::rethrow_exception(failure);
-        } catch (const std::exception& x) {
-            report_.error(std::string("internal error: ") + x.what());
-        } catch (...) {
-            report_.error("internal error");
-        }
-    }
+    if (failure) report_.error("internal error: " + describe_exception(failure));
     if (guard_.child().running()) {
         report_.error("stopping the command (pid " + std::to_string(guard_.child().pid()) +
                       "): it must not run on without the leadership");
