@@ -49,15 +49,6 @@ sentinel_group& the_group()
     return group;
 }
 
-redlock::node_config sentinel_config(const std::string& url)
-{
-    auto c = redlock::parse_url(url);
-    c.connect_timeout = 1000ms;
-    c.reconnect_min_delay = 10ms;
-    c.reconnect_max_delay = 200ms;
-    return c;
-}
-
 // The port of a redis-cli SENTINEL GET-MASTER-ADDR-BY-NAME reply ("host\nport"), or 0.
 std::uint16_t named_port(const std::string& reply)
 {
@@ -212,9 +203,9 @@ BOOST_AUTO_TEST_CASE(a_lock_is_granted_soon_after_a_failover_and_a_waiter_resume
 {
     auto& group = the_group();
     asio::io_context ctx;
-    redlock::client holder(ctx.get_executor(), {sentinel_config(group.url())});
-    redlock::client waiter(ctx.get_executor(), {sentinel_config(group.url())});
-    redlock::client prober(ctx.get_executor(), {sentinel_config(group.url())});
+    redlock::client holder(ctx.get_executor(), {sentinel_test_config(group.url())});
+    redlock::client waiter(ctx.get_executor(), {sentinel_test_config(group.url())});
+    redlock::client prober(ctx.get_executor(), {sentinel_test_config(group.url())});
     const redlock::lock_options held_long{.ttl = 30'000ms, .wait = 40'000ms, .replica_acks = 1};
     std::optional<steady::time_point> resumed;
     restore_after restore(group);
@@ -278,7 +269,7 @@ BOOST_AUTO_TEST_CASE(a_request_in_flight_at_the_old_master_fails_within_its_dead
 {
     auto& group = the_group();
     asio::io_context ctx;
-    auto config = sentinel_config(group.url());
+    auto config = sentinel_test_config(group.url());
     config.health_check_timeout = 20s;  // only the switch, or the deadline, may end the stalled request
     redlock::redis store(ctx.get_executor(), config);
     auto& old = group.master();
@@ -315,7 +306,7 @@ BOOST_AUTO_TEST_CASE(a_master_that_answers_readonly_is_left_and_taken_back_once_
 {
     auto& group = the_group();
     asio::io_context ctx;
-    redlock::redis store(ctx.get_executor(), sentinel_config(group.url()));
+    redlock::redis store(ctx.get_executor(), sentinel_test_config(group.url()));
     auto& master = group.master();
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         co_await store.async_connect(asio::use_awaitable);
@@ -358,8 +349,8 @@ BOOST_AUTO_TEST_CASE(a_stale_sentinel_naming_a_demoted_server_is_refused_by_role
                        demoted.port());
     asio::io_context ctx;
     const std::string stale_url = "redis+sentinel://" + stale.address() + "/" + group.master_name();
-    redlock::redis both(ctx.get_executor(), sentinel_config(stale_url + "?seed=" + group.sentinel(1).address()));
-    redlock::redis alone(ctx.get_executor(), sentinel_config(stale_url));
+    redlock::redis both(ctx.get_executor(), sentinel_test_config(stale_url + "?seed=" + group.sentinel(1).address()));
+    redlock::redis alone(ctx.get_executor(), sentinel_test_config(stale_url));
     const auto master_port = std::to_string(group.master().port());
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         redlock::diagnostics diag;
@@ -393,7 +384,7 @@ BOOST_AUTO_TEST_CASE(a_node_follows_a_failover_through_the_sentinels_learnt_from
 {
     auto& group = the_group();
     asio::io_context ctx;
-    redlock::redis store(ctx.get_executor(), sentinel_config(group.url_of(0)));
+    redlock::redis store(ctx.get_executor(), sentinel_test_config(group.url_of(0)));
     auto& old = group.master();
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         co_await store.async_connect(asio::use_awaitable);

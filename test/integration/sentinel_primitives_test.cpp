@@ -30,6 +30,7 @@ using redlock::error;
 using redlock::error_code;
 using redlock::test::run_coro;
 using redlock::test::sentinel_group;
+using redlock::test::sentinel_test_config;
 using redlock::test::sleep_for;
 using steady = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
@@ -40,15 +41,6 @@ sentinel_group& the_group()
 {
     static sentinel_group group;
     return group;
-}
-
-redlock::node_config sentinel_config(const std::string& url)
-{
-    auto c = redlock::parse_url(url);
-    c.connect_timeout = 1000ms;
-    c.reconnect_min_delay = 10ms;
-    c.reconnect_max_delay = 200ms;
-    return c;
 }
 
 asio::awaitable<bool> soon(std::function<bool()> pred, std::chrono::milliseconds limit)
@@ -65,8 +57,8 @@ asio::awaitable<bool> soon(std::function<bool()> pred, std::chrono::milliseconds
 struct sentinel_rig {
     sentinel_group& group = the_group();
     asio::io_context ctx;
-    redlock::client locks{ctx.get_executor(), {sentinel_config(group.url())}};
-    redlock::redis store{ctx.get_executor(), sentinel_config(group.url())};
+    redlock::client locks{ctx.get_executor(), {sentinel_test_config(group.url())}};
+    redlock::redis store{ctx.get_executor(), sentinel_test_config(group.url())};
 
     // What the master stores, as redis-cli sees it there.
     std::string on_master(std::vector<std::string> command) { return group.master().cli(std::move(command)); }
@@ -279,11 +271,11 @@ BOOST_AUTO_TEST_CASE(a_seed_that_is_no_sentinel_or_an_unknown_master_fails_the_c
     asio::io_context ctx;
     const auto data_port = std::to_string(group.master().port());
     // A data node where a Sentinel should be; a Sentinel that monitors no master of that name.
-    redlock::redis not_sentinel(ctx.get_executor(),
-                                sentinel_config("redis+sentinel://127.0.0.1:" + data_port + "/" + group.master_name()));
-    redlock::redis right(ctx.get_executor(), sentinel_config(group.url() + "&db=0"));
-    redlock::redis unknown_name(ctx.get_executor(),
-                                sentinel_config("redis+sentinel://" + group.sentinel(0).address() + "/nosuchmaster"));
+    redlock::redis not_sentinel(ctx.get_executor(), sentinel_test_config("redis+sentinel://127.0.0.1:" + data_port +
+                                                                         "/" + group.master_name()));
+    redlock::redis right(ctx.get_executor(), sentinel_test_config(group.url() + "&db=0"));
+    redlock::redis unknown_name(
+        ctx.get_executor(), sentinel_test_config("redis+sentinel://" + group.sentinel(0).address() + "/nosuchmaster"));
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         redlock::diagnostics diag;
         const auto started = steady::now();
@@ -316,8 +308,8 @@ BOOST_AUTO_TEST_CASE(a_node_reaches_the_master_through_a_later_seed_when_the_fir
     const auto dead = redlock::test::pick_free_port();
     asio::io_context ctx;
     redlock::redis store(ctx.get_executor(),
-                         sentinel_config("redis+sentinel://127.0.0.1:" + std::to_string(dead) + "/" +
-                                         group.master_name() + "?seed=" + group.sentinel(2).address()));
+                         sentinel_test_config("redis+sentinel://127.0.0.1:" + std::to_string(dead) + "/" +
+                                              group.master_name() + "?seed=" + group.sentinel(2).address()));
     run_coro(ctx, [&]() -> asio::awaitable<void> {
         redlock::diagnostics diag;
         auto [ec] = co_await store.async_connect(diag, use_tuple);

@@ -504,4 +504,13 @@ void sentinel_group::fail(const std::string& what) const
     throw std::runtime_error("sentinel_group: " + what + log_tails(8));
 }
 
+redlock::node_config sentinel_test_config(const std::string& url)
+{
+    auto c = redlock::parse_url(url);
+    c.connect_timeout = std::chrono::milliseconds(1000);
+    c.reconnect_min_delay = std::chrono::milliseconds(10);
+    c.reconnect_max_delay = std::chrono::milliseconds(200);
+    return c;
+}
+
 }  // namespace redlock::test

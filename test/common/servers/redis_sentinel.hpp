@@ -6,6 +6,8 @@
 // (test_server()), every process is valkey-server (the Sentinels in its --sentinel mode), talked to with valkey-cli.
 #pragma once
 
+#include <redlock/node_config.hpp>
+
 #include <chrono>
 #include <common/servers/redis_node.hpp>
 #include <cstddef>
@@ -132,5 +134,9 @@ private:
     std::chrono::milliseconds failover_time_{0};
     std::chrono::milliseconds settle_time_{0};
 };
+
+/// The node configuration the Sentinel suites connect with (`url`: a redis+sentinel:// URL): a connect timeout of 1 s
+/// and reconnects 10 to 200 ms apart, so that a node follows a failover within the tests' bounds.
+redlock::node_config sentinel_test_config(const std::string& url);
 
 }  // namespace redlock::test
