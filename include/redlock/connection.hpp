@@ -33,6 +33,20 @@ enum class connection_state {
     closed,        ///< close() was called
 };
 
+/// What client tracking tells a connection (node_config::track_keys): keys it read changed on the server, or its
+/// tracking began or was refused.
+struct tracking_news {
+    /// Changed by another client's write, an expiry, an eviction or a DEL (the connection's own writes are not
+    /// reported: NOLOOP). Each key once: a key is tracked again only when read again.
+    std::vector<std::string> keys;
+    /// Any key may have changed: a FLUSHALL or FLUSHDB, or a session began (its tracking starts empty, and what
+    /// changed while the connection was down is unknown). `keys` is empty.
+    bool all = false;
+    /// Not empty: a session began untracked, the server refused CLIENT TRACKING with this error (an ACL user without
+    /// `client|tracking`). No news comes before the next session.
+    std::string refusal;
+};
+
 namespace detail {
 struct access;
 class connection_impl;
@@ -192,6 +206,11 @@ public:
     /// again (a Sentinel node asks where the master is now) sets this on connections that do not reconnect. The
     /// handler must not block; what it throws is dropped. Replaces any earlier handler.
     void set_disconnect_handler(std::function<void(error_code why)> handler);
+
+    /// Hears what client tracking says (tracking_news), on the connection's strand: after each handshake (`all` when
+    /// the session tracks, `refusal` when the server refused), and for each `invalidate` push. The handler must not
+    /// block; what it throws is dropped. Replaces any earlier handler.
+    void set_tracking_handler(std::function<void(const tracking_news&)> handler);
 
     /// Receives every server push, raw (pub/sub messages, subscribe confirmations, invalidations...), on the
     /// connection's strand, before the message handler. The handler must not block. Replaces any earlier handler.

@@ -42,6 +42,8 @@ public:
     using completion = boost::asio::any_completion_handler<void(error_code)>;
     /// Receives a pub/sub message: its channel and payload, valid during the call only.
     using message_handler = std::function<void(std::string_view channel, std::string_view payload)>;
+    /// Receives what client tracking says of the node's keys (tracking_news), valid during the call only.
+    using tracking_handler = std::function<void(const tracking_news& news)>;
 
     virtual ~node() = default;
 
@@ -66,6 +68,11 @@ public:
     /// Receives the messages of subscribed channels, on any thread (the node's own); the views are valid only
     /// during the call. Must not block. Replaces any earlier handler.
     virtual void set_message_handler(message_handler handler) = 0;
+    /// Receives client tracking's news of the node's connections (connection::set_tracking_handler; a Cluster or
+    /// Sentinel node: of each master's), on any thread. A session that begins tracking says `all`: leases read
+    /// their keys there again. Must not block. Replaces any earlier handler. A node that tracks nothing (a test's
+    /// fake) ignores it: its leases are checked by their extensions alone.
+    virtual void set_tracking_handler(tracking_handler handler) { (void)handler; }
 
     /// Whether the node runs one request whose keys span hash slots (one Redis server does; a Cluster node,
     /// which routes by slot, does not). When a node does not, the watchdog extends each lease alone. Asked

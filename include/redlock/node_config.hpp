@@ -73,6 +73,11 @@ struct node_config {
     std::chrono::milliseconds reconnect_min_delay{50};      ///< first backoff after a failure
     std::chrono::milliseconds reconnect_max_delay{2000};    ///< backoff doubles up to this
     bool reconnect = true;
+    /// Client tracking (`CLIENT TRACKING on NOLOOP`, sent with the handshake): the server tells the client at once
+    /// when a key it read changes by another client's write, an expiry or an eviction, so that a lease whose keys
+    /// vanish is known lost within a round trip, not at its next extension. A server that refuses it (an ACL user
+    /// without `client|tracking`) is used without; the client's log says so once. The URL's `track_keys=false`.
+    bool track_keys = true;
     /// What one reply may be. Smaller than the parser's defaults: a lock client reads tiny replies, and a
     /// value tree costs ~40x its wire size, so this caps what a hostile server can make us allocate.
     resp::limits limits{.max_depth = 16,
@@ -94,7 +99,7 @@ struct node_config {
 /// `rediss+sentinel://...` (TLS): `sentinel` is true, host:port (port 26379 by default) and each `seed` are Sentinels,
 /// the path is the master's name (required; percent-encoded when it holds reserved characters), the URL's user and
 /// password are the master's, and `sentinel_user` / `sentinel_password` the Sentinels' (none by default); its database
-/// is the `db` parameter. Query parameters: `db`, `client_name`, and for TLS `ca_file`, `cert_file`, `key_file`,
+/// is the `db` parameter. Query parameters: `db`, `client_name`, `track_keys` (true|false), and for TLS `ca_file`, `cert_file`, `key_file`,
 /// `verify` (true|false), `server_name`. Fails with error::invalid_argument; `diag.client_message()` names what is
 /// wrong.
 boost::system::result<node_config> parse_url(std::string_view url, diagnostics& diag);

@@ -5,6 +5,7 @@
 #include "common/completion.hpp"
 #include "common/issue_lane.hpp"
 #include "common/key_slot.hpp"
+#include "common/node_handlers.hpp"
 #include "common/shutdown_registry.hpp"
 
 #include <redlock/connection.hpp>
@@ -111,7 +112,7 @@ public:
           config_(config),
           name_(config.to_string()),
           refresh_timer_(strand_),
-          handler_box_(std::make_shared<handler_box>())
+          handlers_(std::make_shared<node_handlers>())
     {}
 
     const std::string& name() const { return name_; }
@@ -180,12 +181,8 @@ public:
         });
     }
 
-    void set_message_handler(node::message_handler handler)
-    {
-        auto shared = std::make_shared<const node::message_handler>(std::move(handler));
-        std::lock_guard lock(handler_box_->mutex);
-        handler_box_->handler = std::move(shared);
-    }
+    void set_message_handler(node::message_handler handler) { handlers_->set_message_handler(std::move(handler)); }
+    void set_tracking_handler(node::tracking_handler handler) { handlers_->set_tracking_handler(std::move(handler)); }
 
     // --- any thread ------------------------------------------------------------------------------------------
 
@@ -227,10 +224,6 @@ public:
     }
 
 private:
-    struct handler_box {
-        std::mutex mutex;
-        std::shared_ptr<const node::message_handler> handler;
-    };
     struct connect_waiter {
         diagnostics* diag;
         std::shared_ptr<pending_completion<>> done;
@@ -262,14 +255,7 @@ private:
         const auto key = address.text();
         if (auto link = find_link(key)) return link;
         auto link = std::make_shared<master_link>(io_, config_of(address), address);
-        link->conn.set_message_handler([box = handler_box_](std::string_view channel, std::string_view payload) {
-            std::shared_ptr<const node::message_handler> handler;
-            {
-                std::lock_guard lock(box->mutex);
-                handler = box->handler;
-            }
-            if (handler && *handler) (*handler)(channel, payload);
-        });
+        handlers_->forward_to(link->conn);
         // The master dropped channels whose slot moved away (a failover, a migration): the map is stale too.
         link->conn.set_subscription_lost_handler(
             [weak = weak_from_this(), from = link->key](std::vector<std::string> channels) {
@@ -919,7 +905,7 @@ private:
     std::map<std::string, std::shared_ptr<master_link>> links_;
     usage retired_usage_;
 
-    std::shared_ptr<handler_box> handler_box_;
+    std::shared_ptr<node_handlers> handlers_;
     std::map<std::string, std::string> channel_homes_;  // channel -> the link it is subscribed at ("" = nowhere)
     std::set<std::string> rehoming_;                    // channels rehome_channels is subscribing now
     std::map<std::string, std::uint64_t> wanted_;       // channel -> the number of the subscribe that wants it
@@ -966,6 +952,11 @@ void cluster_node::async_unsubscribe(std::vector<std::string> channels, completi
 void cluster_node::set_message_handler(message_handler handler)
 {
     state_->set_message_handler(std::move(handler));
+}
+
+void cluster_node::set_tracking_handler(tracking_handler handler)
+{
+    state_->set_tracking_handler(std::move(handler));
 }
 
 server_identity cluster_node::server() const

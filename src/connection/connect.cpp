@@ -86,6 +86,13 @@ asio::awaitable<error_code> connection_impl::handshake(diagnostics& diag)
     atomic_usage::add(stats_.subscribe_refusals, outcome.refused.size());
     atomic_usage::add(stats_.resubscribes, outcome.restored.size());
     pushes_.lost(std::move(lost));
+    // Nothing is tracked yet: whoever relies on tracking reads its keys again (and so tracks them).
+    if (sent.tracks_keys) {
+        tracking_news news;
+        news.all = outcome.tracking;
+        news.refusal = outcome.tracking_refusal;
+        pushes_.tracking(news);
+    }
     co_return error_code{};
 }
 

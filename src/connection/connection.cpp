@@ -123,6 +123,13 @@ void connection::set_subscription_lost_handler(std::function<void(std::vector<st
     });
 }
 
+void connection::set_tracking_handler(std::function<void(const tracking_news&)> handler)
+{
+    boost::asio::dispatch(impl_->strand(), [impl = impl_, h = std::move(handler)]() mutable {
+        impl->pushes().set_tracking_handler(std::move(h));
+    });
+}
+
 void connection::set_disconnect_handler(std::function<void(error_code why)> handler)
 {
     boost::asio::dispatch(impl_->strand(), [impl = impl_, h = std::move(handler)]() mutable {

@@ -24,6 +24,8 @@ handshake_request make_handshake(const node_config& config, std::vector<std::str
     out.commands.push_range("HELLO", hello);
     out.selects_db = config.db != 0;
     if (out.selects_db) out.commands.push("SELECT", config.db);
+    out.tracks_keys = config.track_keys;
+    if (out.tracks_keys) out.commands.push("CLIENT", "TRACKING", "on", "NOLOOP");
     push_subscribes(out, std::move(channels), sharded);
     return out;
 }
@@ -90,6 +92,13 @@ handshake_outcome read_handshake(const handshake_request& sent, const response& 
     if (sent.selects_db) {
         if (replies[next].is_error()) return refused_by_server(error::server_error, replies[next]);
         ++next;
+    }
+    if (sent.tracks_keys) {
+        const auto& reply = replies[next++];
+        if (reply.is_error())
+            out.tracking_refusal = reply.error_text();
+        else
+            out.tracking = true;
     }
     const auto undo = sent.undo_sharded ? pubsub_kind::sunsubscribe : pubsub_kind::unsubscribe;
     for (const auto& channel : sent.undone) {

@@ -1,5 +1,6 @@
 // The first exchange of every connection attempt, as one pipelined request sent in one write and answered in one
-// round trip: HELLO 3 (with AUTH and SETNAME when configured), SELECT when the URL names a db, and one subscribe
+// round trip: HELLO 3 (with AUTH and SETNAME when configured), SELECT when the URL names a db, CLIENT TRACKING on
+// NOLOOP when node_config::track_keys, and one subscribe
 // per channel to restore (one each, so that a refusal drops that channel alone). And what its replies mean. Pure:
 // connect.cpp sends it and reads the replies; unit tests feed it replies.
 //
@@ -25,6 +26,7 @@ struct handshake_request {
     request commands;
     bool says_hello = true;  ///< HELLO comes first (false: a resubscription)
     bool selects_db = false;
+    bool tracks_keys = false;  ///< CLIENT TRACKING follows HELLO (and SELECT)
     /// A resubscription's first command unsubscribes these (SUNSUBSCRIBE when `undo_sharded`, else UNSUBSCRIBE).
     std::vector<std::string> undone;
     bool undo_sharded = false;
@@ -51,11 +53,14 @@ struct handshake_outcome {
     std::string server_message;         ///< the error reply that failed it
     std::string client_message;         ///< what did not answer the request (protocol_error)
     server_identity server;             ///< announced by HELLO (`server`, `version`); unknown if it did not say
+    bool tracking = false;              ///< the server tracks the keys this session reads
+    std::string tracking_refusal;       ///< why it does not, when asked to: its error reply (never fails the handshake)
     std::vector<std::string> restored;  ///< channels the server subscribed again
     std::vector<std::string> refused;   ///< channels it refused: no longer kept
 };
 
-/// Reads `replies`, one per reply `sent` expects, in order. Each subscribe's reply is its own: a confirmation
+/// Reads `replies`, one per reply `sent` expects, in order. A refused CLIENT TRACKING leaves the session without
+/// tracking (a server or an ACL user without it is still usable). Each subscribe's reply is its own: a confirmation
 /// of that channel, or an error. Restored and refused channels are reported only when HELLO and SELECT succeeded.
 /// A resubscription's replies read the same way (no HELLO, no SELECT; its unsubscribes must all be confirmed).
 handshake_outcome read_handshake(const handshake_request& sent, const response& replies);

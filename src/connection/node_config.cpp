@@ -117,6 +117,10 @@ std::string fill(const boost::urls::url_view& u, node_config& out)
             out.tls.key_file = value;
         } else if (key == "server_name") {
             out.tls.server_name = value;
+        } else if (key == "track_keys") {
+            auto track = to_bool(value);
+            if (!track) return "track_keys='" + value + "' is not true or false";
+            out.track_keys = *track;
         } else if (key == "verify") {
             auto verify = to_bool(value);
             if (!verify) return "verify='" + value + "' is not true or false";

@@ -33,6 +33,7 @@ public:
         conn_.async_unsubscribe(std::move(channels), std::move(handler));
     }
     void set_message_handler(message_handler handler) override { conn_.set_message_handler(std::move(handler)); }
+    void set_tracking_handler(tracking_handler handler) override { conn_.set_tracking_handler(std::move(handler)); }
     server_identity server() const override { return conn_.server(); }
     usage get_usage() const override { return conn_.get_usage(); }
     void close() override { conn_.close(); }

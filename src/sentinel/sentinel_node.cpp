@@ -1,6 +1,7 @@
 #include "common/completion.hpp"
 #include "common/issue_lane.hpp"
 #include "common/key_slot.hpp"
+#include "common/node_handlers.hpp"
 #include "common/shutdown_registry.hpp"
 #include "sentinel/sentinel_node.hpp"
 #include "sentinel/sentinel_replies.hpp"
@@ -117,7 +118,7 @@ public:
           name_(config.to_string()),
           sentinels_(seeds_of(config)),
           backoff_timer_(strand_),
-          handler_box_(std::make_shared<handler_box>())
+          handlers_(std::make_shared<node_handlers>())
     {}
 
     const std::string& name() const { return name_; }
@@ -193,12 +194,8 @@ public:
         });
     }
 
-    void set_message_handler(node::message_handler handler)
-    {
-        auto shared = std::make_shared<const node::message_handler>(std::move(handler));
-        std::lock_guard lock(handler_box_->mutex);
-        handler_box_->handler = std::move(shared);
-    }
+    void set_message_handler(node::message_handler handler) { handlers_->set_message_handler(std::move(handler)); }
+    void set_tracking_handler(node::tracking_handler handler) { handlers_->set_tracking_handler(std::move(handler)); }
 
     // --- any thread ------------------------------------------------------------------------------------------
 
@@ -244,10 +241,6 @@ public:
     }
 
 private:
-    struct handler_box {
-        std::mutex mutex;
-        std::shared_ptr<const node::message_handler> handler;
-    };
     struct connect_waiter {
         diagnostics* diag;
         std::shared_ptr<pending_completion<>> done;
@@ -306,6 +299,7 @@ private:
             c.username = config_.sentinel_username;
             c.password = config_.sentinel_password;
             c.db = 0;
+            c.track_keys = false;  // a Sentinel holds no keys
         }
         return c;
     }
@@ -435,14 +429,7 @@ private:
                                      error_code& last)
     {
         auto link = std::make_shared<sentinel_master_link>(io_, config_of(at, false), at, ++next_generation_);
-        link->conn.set_message_handler([box = handler_box_](std::string_view channel, std::string_view payload) {
-            std::shared_ptr<const node::message_handler> handler;
-            {
-                std::lock_guard lock(box->mutex);
-                handler = box->handler;
-            }
-            if (handler && *handler) (*handler)(channel, payload);
-        });
+        handlers_->forward_to(link->conn);
         link->conn.set_disconnect_handler([weak = weak_from_this(), generation = link->generation](error_code) {
             if (auto self = weak.lock()) asio::post(self->strand_, [self, generation] { self->link_down(generation); });
         });
@@ -933,7 +920,7 @@ private:
     issue_lane<op_ptr> lane_;
     std::uint64_t next_seq_ = 0;
 
-    std::shared_ptr<handler_box> handler_box_;
+    std::shared_ptr<node_handlers> handlers_;
     std::map<std::string, std::uint64_t>
         channel_homes_;  // channel -> the link generation it is subscribed at (0: none)
     std::vector<pending_subscribe> pending_subscribes_;
@@ -986,6 +973,11 @@ void sentinel_node::async_unsubscribe(std::vector<std::string> channels, complet
 void sentinel_node::set_message_handler(message_handler handler)
 {
     state_->set_message_handler(std::move(handler));
+}
+
+void sentinel_node::set_tracking_handler(tracking_handler handler)
+{
+    state_->set_tracking_handler(std::move(handler));
 }
 
 server_identity sentinel_node::server() const

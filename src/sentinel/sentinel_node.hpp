@@ -44,6 +44,7 @@ public:
     void async_subscribe(std::vector<std::string> channels, diagnostics& diag, completion handler) override;
     void async_unsubscribe(std::vector<std::string> channels, completion handler) override;
     void set_message_handler(message_handler handler) override;
+    void set_tracking_handler(tracking_handler handler) override;
     server_identity server() const override;
     usage get_usage() const override;
     void close() override;

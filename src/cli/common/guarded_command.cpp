@@ -76,13 +76,14 @@ void guarded_command::watch_validity(std::function<clock::time_point()> valid_un
     });
 }
 
-void guarded_command::on_lost()
+void guarded_command::on_lost(std::string why)
 {
     if (!running_ || lost_) return;
     lost_ = true;
     const auto& s = settings_;
-    const std::string why = s.watchdog ? "the watchdog could not extend it on a quorum of nodes in time"
-                                       : "its TTL of " + format_duration(s.ttl) + " ran out (--no-watchdog)";
+    if (why.empty())
+        why = s.watchdog ? "the watchdog could not extend it on a quorum of nodes in time"
+                         : "its TTL of " + format_duration(s.ttl) + " ran out (--no-watchdog)";
     if (stopping_) {
         report_.detail("lost the lease on '" + s.key + "': " + why);
         return;

@@ -47,8 +47,9 @@ public:
     // While the command runs: stops it --kill-grace before `valid_until()` (read again at each check: an extension
     // moves it) unless the lease was extended meanwhile.
     void watch_validity(std::function<clock::time_point()> valid_until);
-    // The lease was lost (its async_wait_lost said so) while the command ran: stop it now.
-    void on_lost();
+    // The lease was lost (its async_wait_lost said so, `why`: its diagnostics' text) while the command ran: stop it
+    // now.
+    void on_lost(std::string why);
     // Completes once the command exited and was reaped; the validity watch ends then.
     boost::asio::awaitable<void> wait_exit();
 

@@ -264,8 +264,9 @@ asio::awaitable<int> elect_session::run_command()
     phase_ = phase::running;  // before any co_await: a signal handled from now on is forwarded
     const auto& child = guard_.child();
     report_.detail("running '" + o_.command.front() + "' (pid " + std::to_string(child.pid()) + ")");
-    leadership_.async_wait_lost([this, term = terms_](error_code ec) {
-        if (ec == error::lost && term == terms_) guard_.on_lost();
+    auto why = std::make_shared<diagnostics>();
+    leadership_.async_wait_lost(*why, [this, why, term = terms_](error_code ec) {
+        if (ec == error::lost && term == terms_) guard_.on_lost(std::string(why->client_message()));
     });
     guard_.watch_validity([this] { return leadership_.valid_until(); });
 

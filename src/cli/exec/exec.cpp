@@ -410,8 +410,9 @@ asio::awaitable<int> exec_session::run_command()
     const auto& child = guard_.child();
     report_.detail("running '" + command_line(o_.command) + "' (pid " + std::to_string(child.pid()) +
                    (spec.own_group ? ", own process group)" : ", in redlock's process group)"));
-    held_.async_wait_lost([this](error_code ec) {
-        if (ec == error::lost) guard_.on_lost();
+    auto why = std::make_shared<diagnostics>();
+    held_.async_wait_lost(*why, [this, why](error_code ec) {
+        if (ec == error::lost) guard_.on_lost(std::string(why->client_message()));
     });
     guard_.watch_validity([this] { return held_.valid_until(); });
 

@@ -37,10 +37,10 @@ public:
         return lease_.async_release(std::forward<Token>(token));
     }
     template <class Token>
-    auto async_wait_lost(Token&& token)
+    auto async_wait_lost(diagnostics& diag, Token&& token)
     {
-        if (permit_) return permit_.async_wait_lost(std::forward<Token>(token));
-        return lease_.async_wait_lost(std::forward<Token>(token));
+        if (permit_) return permit_.async_wait_lost(diag, std::forward<Token>(token));
+        return lease_.async_wait_lost(diag, std::forward<Token>(token));
     }
 
 private:

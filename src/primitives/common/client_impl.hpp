@@ -3,6 +3,7 @@
 
 #include "primitives/common/attempt_gate.hpp"
 #include "primitives/common/client_counters.hpp"
+#include "primitives/common/key_watch.hpp"
 #include "primitives/common/lease_keeper.hpp"
 #include "primitives/common/release_wakeups.hpp"
 #include "quorum/node_set.hpp"
@@ -66,7 +67,11 @@ public:
                   if (auto s = sink.lock()) s->log(l, m);
               },
               wakeup_linger)),
-          keeper_(std::make_shared<lease_keeper>(nodes_->strand()))
+          keeper_(std::make_shared<lease_keeper>(nodes_->strand())),
+          key_watch_(key_watch::make(nodes_, wakeups_,
+                                     [sink = std::weak_ptr<const log_sink>(log_)](log_level l, std::string_view m) {
+                                         if (auto s = sink.lock()) s->log(l, m);
+                                     }))
     {}
 
     node_set& nodes() noexcept { return *nodes_; }
@@ -76,6 +81,7 @@ public:
     release_wakeups& wakeups() noexcept { return *wakeups_; }
     attempt_gates& gates() noexcept { return gates_; }
     lease_keeper& keeper() noexcept { return *keeper_; }
+    key_watch& watched_keys() noexcept { return *key_watch_; }
     /// False once a node rejected the plain-command acquire (SET NX GET) that the script acquire replaces:
     /// an ACL without those commands, a proxy. On the strand.
     bool plain_acquire_usable() const noexcept { return plain_acquire_usable_; }
@@ -98,6 +104,7 @@ private:
     std::shared_ptr<release_wakeups> wakeups_;
     attempt_gates gates_;
     std::shared_ptr<lease_keeper> keeper_;
+    std::shared_ptr<key_watch> key_watch_;  // shared with the nodes' tracking handlers (weakly)
     bool plain_acquire_usable_ = true;
     client_counters counters_;
 };

@@ -57,6 +57,11 @@ struct lease_protocol {
     /// Optional: how long a node's answer to an extension says the lease now lives there, by the node's own
     /// clock (a semaphore permit's expiry is the server's time).
     std::optional<ms> (*remaining)(const response& extended) = nullptr;
+    /// The lease's keys are strings holding lease_spec::key_value while it is ours, and no other holder writes them:
+    /// client tracking watches them (key_watch), so that their loss on a node is known at once. False for keys
+    /// every holder writes (a semaphore's permits, a read-write lock's readers), whose news would come at each
+    /// other holder's step.
+    bool tracked = false;
 };
 
 /// How long a lease lives and how the watchdog keeps it.

@@ -50,9 +50,74 @@ const std::shared_ptr<const request>& lease_state::release_request()
     return release_request_;
 }
 
+const std::shared_ptr<const request>& lease_state::check_request()
+{
+    if (!check_request_) {
+        request req;
+        for (const auto& key : spec_.keys) req.push("GET", key);  // a read: the node tracks the keys again
+        req.set_timeout(timing_.node_timeout.count() > 0 ? timing_.node_timeout : ms(1000));
+        check_request_ = std::make_shared<const request>(std::move(req));
+    }
+    return check_request_;
+}
+
 void lease_state::start()
 {
     schedule_next();
+    if (protocol_.tracked && status_ == status::held) {
+        client_->watched_keys().add(shared_from_this());
+        keys_watched_ = true;
+    }
+}
+
+void lease_state::unwatch_keys()
+{
+    if (!keys_watched_) return;
+    keys_watched_ = false;
+    client_->watched_keys().remove(*this);
+}
+
+void lease_state::on_key_news(std::size_t node)
+{
+    if (status_ != status::held) return;
+    named_nodes_.resize(client_->nodes().size(), false);
+    if (node >= named_nodes_.size()) return;
+    named_nodes_[node] = true;
+    if (checking_) return;
+    checking_ = true;
+    asio::co_spawn(strand(), check_named_nodes(shared_from_this()), [](std::exception_ptr) {});
+}
+
+asio::awaitable<void> lease_state::check_named_nodes(std::shared_ptr<lease_state> self)
+{
+    try {
+        auto& nodes = self->client_->nodes();
+        auto& named = self->named_nodes_;
+        while (self->status_ == status::held) {
+            const auto at = std::find(named.begin(), named.end(), true);
+            if (at == named.end()) break;
+            *at = false;
+            const auto i = static_cast<std::size_t>(at - named.begin());
+            auto read = co_await fan_out_to_one(nodes.at(i), nodes.strand(), self->check_request(),
+                                                self->spec_.routing_key(), answered);
+            // No answer (the node is down or slow): its next session says `all`, the next extension tells meanwhile.
+            if (!read->answered(0) || *read->results[0] || self->holds_here(read->replies[0])) continue;
+            if (self->status_ != status::held) break;
+            // Gone there, or another owner's: an extension now, which reads every node.
+            co_await extend_once(self, nullptr);
+            self->schedule_next();
+        }
+    } catch (...) {
+    }
+    self->checking_ = false;
+}
+
+bool lease_state::holds_here(const response& replies) const
+{
+    if (replies.size() != spec_.keys.size()) return false;
+    return std::all_of(replies.begin(), replies.end(), [&](const resp::value& v) {
+        return v.data_type == resp::type::bulk_string && v.text == spec_.key_value;
+    });
 }
 
 watchdog_plan lease_state::plan() const
@@ -223,7 +288,7 @@ error_code lease_state::conclude_extension(clock::time_point start, std::shared_
     } else if (missing > 0) {
         declare_lost("our keys are missing on " + std::to_string(missing) + " of " +
                      std::to_string(result->tally.nodes()) +
-                     " nodes (restarted without persistence, or expired): " + last_extension_failure_);
+                     " nodes (deleted, evicted, expired, or the node restarted empty): " + last_extension_failure_);
         return make_error_code(error::lost);
     } else {
         declare_lost("an extension found other owners: " + last_extension_failure_);
@@ -307,6 +372,7 @@ bool lease_state::stop_holding()
     if (status_ == status::released) return false;
     status_ = status::released;
     unschedule();
+    unwatch_keys();
     finish_waiters(asio::error::operation_aborted);
     return true;
 }
@@ -351,6 +417,7 @@ void lease_state::declare_lost(std::string why)
     client_->counters().loss();
     client_->log(log_level::warning, "lease of " + spec_.routing_key() + " lost: " + lost_why_);
     unschedule();
+    unwatch_keys();
     finish_waiters(error::lost);
 }
 

@@ -81,6 +81,11 @@ public:
     /// From the lease's destructor: release without anyone waiting.
     void release_in_background();
 
+    /// Client tracking: a key of this lease changed on `node`, or may have (key_watch). Reads that node again; where
+    /// the lease is no longer there, extends it at once, which repairs it while a quorum still holds it and
+    /// declares it lost when none can. On the strand.
+    void on_key_news(std::size_t node);
+
     /// A conversion that carries the hold over to another lease under the same token (a read-write lock's
     /// downgrade or upgrade) begins: this state stops holding without a release request (its keeper, extensions,
     /// repairs and loss waiters stop), so nothing of it reaches the nodes after the conversion's request. False if
@@ -110,10 +115,17 @@ private:
                                                std::shared_ptr<fan_out_state> extension, bool late_answers);
     // Marks the lease released and stops the keeper and the loss waiters; false if it was released already.
     bool stop_holding();
+    // No more tracking news for this lease.
+    void unwatch_keys();
+    // Reads the nodes tracking named until none is left to read (one coroutine per lease at a time).
+    static boost::asio::awaitable<void> check_named_nodes(std::shared_ptr<lease_state> self);
+    // A node's replies to check_request: every key holds our key_value.
+    bool holds_here(const response& replies) const;
     void finish_waiters(error_code ec);
     // The protocol's requests, built on first use (on the strand).
     const std::shared_ptr<const request>& extend_request();
     const std::shared_ptr<const request>& release_request();
+    const std::shared_ptr<const request>& check_request();
     // The quorum-th longest time the extending nodes report (protocol_.remaining), or 0.
     std::chrono::milliseconds remaining_on_quorum(const fan_out_state& extension) const;
     void set_valid_until(clock::time_point t) noexcept
@@ -127,6 +139,7 @@ private:
     std::size_t quorum_;
     std::shared_ptr<const request> extend_request_;
     std::shared_ptr<const request> release_request_;
+    std::shared_ptr<const request> check_request_;
     lease_timing timing_;
     std::uint64_t fencing_token_;
     status status_ = status::held;
@@ -141,6 +154,9 @@ private:
     watchdog_step next_step_{watchdog_step::action::lose, {}};
     std::optional<lease_keeper::entry> keeper_entry_;
     waiter_list<> loss_waiters_;
+    bool keys_watched_ = false;      // registered with the client's key_watch
+    std::vector<bool> named_nodes_;  // per node: tracking named our keys there since they were last read
+    bool checking_ = false;          // check_named_nodes runs
 };
 
 }  // namespace redlock::detail

@@ -191,15 +191,40 @@ void release_wakeups::on_message(const std::string& channel, const std::string& 
     if (payload.starts_with(clean_up_mark)) return wake_freed(state, next_in_line);
     // Every node's copy: the first may come before the other nodes changed, and an observer that read then would
     // see the old quorum and sleep through the rest.
-    for (auto* o : state.observers) {
-        o->woken = true;
-        if (o->pausing) o->timer.cancel();
-    }
+    wake_observers(state);
     auto& recent = state.recent;
     if (std::find(recent.begin(), recent.end(), payload) != recent.end()) return;  // another node's copy
     if (recent.size() == 8) recent.erase(recent.begin());
     recent.push_back(payload);
     wake(state, next_in_line);
+}
+
+void release_wakeups::on_key_news(const std::string& channel, std::size_t node)
+{
+    auto it = channels_.find(channel);
+    if (it == channels_.end()) return;
+    for (auto* w : it->second.watchers)
+        if (node < w->freed.size()) w->freed[node] = true;
+    wake_observers(it->second);
+    wake_freed(it->second, {});
+}
+
+void release_wakeups::on_node_news(std::size_t node)
+{
+    for (auto& [name, state] : channels_) {
+        for (auto* w : state.watchers)
+            if (node < w->freed.size()) w->freed[node] = true;
+        wake_observers(state);
+        wake_freed(state, {});
+    }
+}
+
+void release_wakeups::wake_observers(channel_state& state)
+{
+    for (auto* o : state.observers) {
+        o->woken = true;
+        if (o->pausing) o->timer.cancel();
+    }
 }
 
 void release_wakeups::wake_freed(channel_state& state, std::string_view next_in_line)

@@ -101,6 +101,16 @@ public:
     /// pass: one of them wakes.
     void on_message(const std::string& channel, const std::string& payload, std::size_t node);
 
+    /// Client tracking: the lock key of `channel` changed on `node` (its holder's key expired, was deleted or
+    /// evicted, or was written: taken, extended). Counts as that node freed for the channel's waiters, as a failed
+    /// attempt's clean-up does: one wakes once a quorum of nodes changed since its attempt, so a holder that vanished
+    /// without a release message is followed at once rather than at its TTL; a holder's extension wakes one waiter
+    /// for one attempt, refused. Observers are woken by each.
+    void on_key_news(const std::string& channel, std::size_t node);
+    /// Client tracking began afresh on `node` (a new session) or the node was flushed: any key there may have
+    /// changed, as on_key_news says of every channel.
+    void on_node_news(std::size_t node);
+
 private:
     enum class node_state : std::uint8_t { none, subscribing, confirmed, refused };
     struct channel_state {
@@ -128,6 +138,7 @@ private:
     void left(channel_state& state);
     void wake(channel_state& state, std::string_view next_in_line);
     void wake_freed(channel_state& state, std::string_view next_in_line);
+    void wake_observers(channel_state& state);
     void wake_for_permits(channel_state& state, std::string_view count);
     void wake_writer(channel_state& state);
     void schedule_sweep();

@@ -15,6 +15,7 @@
 -- #include "primitives/common/server_time.lib.lua"
 -- #include "primitives/common/fair_queue.lib.lua"
 -- #include "common/publish.lib.lua"
+-- #include "primitives/common/track.lib.lua"
 
 local key, queue, alive, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, wttl, ticket = ARGV[1], tonumber(ARGV[3]), ARGV[4]
@@ -25,6 +26,7 @@ local holder = redis.call('GET', key)
 local first = head(queue, alive)
 if (not holder or holder == token) and (not first or first == token) then
   redis.call('SET', key, token, 'PX', ARGV[2])
+  track(1, 1)
   local fence = '0'
   if KEYS[5] then
     if ARGV[6] == 'increment' then redis.call('INCR', KEYS[5]) end

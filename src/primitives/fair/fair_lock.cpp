@@ -26,6 +26,7 @@ const lease_protocol& fair_lock_protocol()
         .repair = token_lease::repair_request,
         .needs_repair = token_lease::lost_key,
         .extend_batch = token_lease::extend_batch_request,
+        .tracked = true,
     };
     return p;
 }

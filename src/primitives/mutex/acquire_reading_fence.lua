@@ -6,6 +6,7 @@
 -- when the holder's key has no TTL.
 
 -- #include "common/fence.lib.lua"
+-- #include "primitives/common/track.lib.lua"
 
 local n = #KEYS / 2
 for i = 1, n do
@@ -19,6 +20,7 @@ end
 for i = 1, n do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
 end
+track(1, n)
 local highest = '0'
 for i = n + 1, #KEYS do
   local f = fence_of(KEYS[i])

@@ -82,6 +82,7 @@ const lease_protocol& plain_lock_protocol()
         .repair = token_lease::repair_request,
         .needs_repair = token_lease::lost_key,
         .extend_batch = token_lease::extend_batch_request,
+        .tracked = true,
     };
     return p;
 }

@@ -25,6 +25,7 @@ const lease_protocol& reentrant_protocol()
         .extended = reentrant_scripts::classify_extend,
         .release = reentrant_scripts::release_request,
         .released = reentrant_scripts::classify_release,
+        .tracked = true,
         // No repair: a hold lives in the hash beside the key, which a repair of the key alone cannot rebuild; and
         // no batch: each hold extends alone.
     };

@@ -46,6 +46,7 @@ const lease_protocol& writer_protocol()
         .repair = rwlock_scripts::write_repair_request,
         .needs_repair = token_lease::lost_key,
         .extend_batch = token_lease::extend_batch_request,
+        .tracked = true,
     };
     return p;
 }

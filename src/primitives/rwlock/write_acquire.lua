@@ -14,6 +14,7 @@
 -- #include "primitives/common/server_time.lib.lua"
 -- #include "primitives/rwlock/rwlock.lib.lua"
 -- #include "common/fence.lib.lua"
+-- #include "primitives/common/track.lib.lua"
 
 local name, readers, writers = KEYS[1], KEYS[2], KEYS[3]
 local token, ttl, wttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
@@ -30,6 +31,7 @@ if (not holder or holder == token or holder == MARKER) and others == 0 then
   redis.call('SET', name, token, 'PX', ttl)
   -- Our mark lives no longer than the key: a holder that dies holds readers back until its TTL, not its waiter TTL.
   redis.call('ZADD', writers, 'XX', 'LT', now + ttl, token)
+  track(1, 1)
   if not KEYS[4] then return 1 end
   local fence = fence_of(KEYS[4])
   if ARGV[5] == 'increment' then fence = tostring(redis.call('INCR', KEYS[4])) end

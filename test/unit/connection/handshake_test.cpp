@@ -1,5 +1,5 @@
 // The handshake without a server: what one connection attempt sends in its one write (HELLO 3 with AUTH and
-// SETNAME, SELECT, a SUBSCRIBE per channel to restore), and what its replies mean, each read as the reply of its
+// SETNAME, SELECT, CLIENT TRACKING, a SUBSCRIBE per channel to restore), and what its replies mean, each read as the reply of its
 // own command and never of another.
 #include "connection/handshake.hpp"
 #include "resp/reader.hpp"
@@ -62,18 +62,26 @@ resp::value ok()
     return redlock::test::scalar(resp::type::simple_string, "OK");
 }
 
+// Most cases leave client tracking out, to read the other commands alone.
+node_config untracked()
+{
+    node_config config;
+    config.track_keys = false;
+    return config;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_plain_node_gets_hello_3_alone)
 {
-    const auto h = make_handshake(node_config{}, {});
+    const auto h = make_handshake(untracked(), {});
     BOOST_TEST((sent_commands(h) == commands{{"HELLO", "3"}}));
     BOOST_TEST(h.commands.expected_replies() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(credentials_name_db_and_channels_go_in_one_request_in_order)
 {
-    node_config config;
+    node_config config = untracked();
     config.username = "app";
     config.password = "s3cret";
     config.client_name = "worker-1";
@@ -86,16 +94,52 @@ BOOST_AUTO_TEST_CASE(credentials_name_db_and_channels_go_in_one_request_in_order
     BOOST_TEST(h.commands.expected_replies() == 4u);  // one round trip answers everything
 }
 
-BOOST_AUTO_TEST_CASE(a_password_without_a_user_authenticates_the_default_user)
+BOOST_AUTO_TEST_CASE(client_tracking_follows_select_and_precedes_the_restores)
 {
     node_config config;
+    config.db = 3;
+    const auto h = make_handshake(config, {"a"});
+    BOOST_TEST((sent_commands(h) == commands{{"HELLO", "3"},
+                                             {"SELECT", "3"},
+                                             {"CLIENT", "TRACKING", "on", "NOLOOP"},
+                                             {"SUBSCRIBE", "a"}}));
+    const auto outcome = read_handshake(h, response{hello_reply(), ok(), ok(), confirmation("subscribe", "a")});
+    BOOST_TEST(!outcome.ec);
+    BOOST_TEST(outcome.tracking);
+    BOOST_TEST(outcome.tracking_refusal.empty());
+    BOOST_TEST((outcome.restored == std::vector<std::string>{"a"}));
+}
+
+// An ACL user without `client|tracking`, or a proxy without the command: the connection stands, untracked.
+BOOST_AUTO_TEST_CASE(a_refused_client_tracking_leaves_the_session_untracked_and_connected)
+{
+    const auto h = make_handshake(node_config{}, {"a"});
+    const std::string refusal = "NOPERM this user has no permissions to run the 'client|tracking' command";
+    const auto outcome =
+        read_handshake(h, response{hello_reply(), error_reply(refusal), confirmation("subscribe", "a")});
+    BOOST_TEST(!outcome.ec);
+    BOOST_TEST(!outcome.tracking);
+    BOOST_TEST(outcome.tracking_refusal == refusal);
+    BOOST_TEST((outcome.restored == std::vector<std::string>{"a"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_node_without_track_keys_asks_for_no_tracking)
+{
+    const auto h = make_handshake(untracked(), {});
+    BOOST_TEST((sent_commands(h) == commands{{"HELLO", "3"}}));
+    BOOST_TEST(!read_handshake(h, response{hello_reply()}).tracking);
+}
+
+BOOST_AUTO_TEST_CASE(a_password_without_a_user_authenticates_the_default_user)
+{
+    node_config config = untracked();
     config.password = "pw";
     BOOST_TEST((sent_commands(make_handshake(config, {})) == commands{{"HELLO", "3", "AUTH", "default", "pw"}}));
 }
 
 BOOST_AUTO_TEST_CASE(a_successful_handshake_reports_the_version_and_the_restored_channels)
 {
-    node_config config;
+    node_config config = untracked();
     config.db = 1;
     const auto h = make_handshake(config, {"a", "b"});
     const auto outcome = read_handshake(
@@ -125,7 +169,7 @@ BOOST_AUTO_TEST_CASE(hello_errors_are_classified_and_keep_the_servers_text)
         BOOST_TEST_CONTEXT(c.reply)
         {
             // The SUBSCRIBE after a failed HELLO is answered too (unauthenticated): its reply says nothing.
-            const auto h = make_handshake(node_config{}, {"a"});
+            const auto h = make_handshake(untracked(), {"a"});
             const auto outcome = read_handshake(h, response{error_reply(c.reply), error_reply("NOAUTH no")});
             BOOST_TEST(outcome.ec == c.code);
             BOOST_TEST(outcome.server_message == c.reply);
@@ -137,7 +181,7 @@ BOOST_AUTO_TEST_CASE(hello_errors_are_classified_and_keep_the_servers_text)
 
 BOOST_AUTO_TEST_CASE(a_refused_select_fails_the_handshake_and_restores_nothing)
 {
-    node_config config;
+    node_config config = untracked();
     config.db = 99;
     const auto h = make_handshake(config, {"a"});
     const auto outcome = read_handshake(
@@ -150,7 +194,7 @@ BOOST_AUTO_TEST_CASE(a_refused_select_fails_the_handshake_and_restores_nothing)
 
 BOOST_AUTO_TEST_CASE(a_refused_subscribe_drops_that_channel_alone_and_the_connection_stands)
 {
-    const auto h = make_handshake(node_config{}, {"a", "secret", "c"});
+    const auto h = make_handshake(untracked(), {"a", "secret", "c"});
     const auto outcome =
         read_handshake(h, response{hello_reply(), confirmation("subscribe", "a", 1),
                                    error_reply("NOPERM this user has no permissions to access the 'secret' channel"),
@@ -162,7 +206,7 @@ BOOST_AUTO_TEST_CASE(a_refused_subscribe_drops_that_channel_alone_and_the_connec
 
 BOOST_AUTO_TEST_CASE(a_reply_that_is_not_its_own_subscribes_confirmation_is_a_protocol_error)
 {
-    const auto h = make_handshake(node_config{}, {"a", "b"});
+    const auto h = make_handshake(untracked(), {"a", "b"});
     const std::vector<response> wrong{
         {hello_reply(), confirmation("subscribe", "b"), confirmation("subscribe", "a")},  // another channel's
         {hello_reply(), confirmation("unsubscribe", "a"), confirmation("subscribe", "b")},
@@ -180,7 +224,7 @@ BOOST_AUTO_TEST_CASE(a_reply_that_is_not_its_own_subscribes_confirmation_is_a_pr
 
 BOOST_AUTO_TEST_CASE(too_few_or_too_many_replies_are_a_protocol_error)
 {
-    const auto h = make_handshake(node_config{}, {"a"});
+    const auto h = make_handshake(untracked(), {"a"});
     BOOST_TEST(read_handshake(h, response{hello_reply()}).ec == error::protocol_error);
     BOOST_TEST(read_handshake(h, response{hello_reply(), confirmation("subscribe", "a"), ok()}).ec ==
                error::protocol_error);
@@ -188,7 +232,7 @@ BOOST_AUTO_TEST_CASE(too_few_or_too_many_replies_are_a_protocol_error)
 
 BOOST_AUTO_TEST_CASE(a_hello_reply_without_a_version_reads_as_version_0)
 {
-    const auto h = make_handshake(node_config{}, {});
+    const auto h = make_handshake(untracked(), {});
     const auto outcome = read_handshake(h, response{aggregate(resp::type::map, {bulk("server"), bulk("redis")})});
     BOOST_TEST(!outcome.ec);
     BOOST_TEST((outcome.server.kind == redlock::server_kind::redis));
@@ -199,7 +243,7 @@ BOOST_AUTO_TEST_CASE(a_hello_reply_without_a_version_reads_as_version_0)
 // Valkey 8's HELLO names it and gives its own version (its INFO says redis_version:7.2.4): sharded pub/sub.
 BOOST_AUTO_TEST_CASE(a_valkey_hello_reads_as_valkey_with_its_own_version)
 {
-    const auto h = make_handshake(node_config{}, {});
+    const auto h = make_handshake(untracked(), {});
     const auto outcome = read_handshake(
         h, response{aggregate(resp::type::map, {bulk("server"), bulk("valkey"), bulk("version"), bulk("8.0.1")})});
     BOOST_TEST(!outcome.ec);
@@ -211,7 +255,7 @@ BOOST_AUTO_TEST_CASE(a_valkey_hello_reads_as_valkey_with_its_own_version)
 // does not answer them.
 BOOST_AUTO_TEST_CASE(restores_after_a_redis_7_session_are_sharded)
 {
-    const auto h = make_handshake(node_config{}, {"a", "b"}, true);
+    const auto h = make_handshake(untracked(), {"a", "b"}, true);
     BOOST_TEST((sent_commands(h) == commands{{"HELLO", "3"}, {"SSUBSCRIBE", "a"}, {"SSUBSCRIBE", "b"}}));
     const auto outcome =
         read_handshake(h, response{hello_reply(), confirmation("ssubscribe", "a", 1),
