@@ -32,9 +32,10 @@ struct node_outcome {
 /// How an acquire waited, over all its attempts: the cause of each retry, so a test or a log can tell a
 /// wake-up by a release message from a retry at the holder's TTL.
 struct wait_summary {
-    std::uint32_t attempts = 0;          ///< acquire attempts sent
-    std::uint32_t woken_by_release = 0;  ///< retries that a release message started
-    std::uint32_t timed_retries = 0;     ///< retries that a timer started (the holder's TTL, or a retry delay)
+    std::uint32_t attempts = 0;  ///< acquire attempts sent
+    std::uint32_t woken_by_release =
+        0;  ///< retries that a release message (or client tracking: the holder's key went) started
+    std::uint32_t timed_retries = 0;  ///< retries that a timer started (the holder's TTL, or a retry delay)
     bool notified = false;  ///< release messages were subscribed on enough nodes to be relied on while it waited
 };
 

@@ -99,9 +99,9 @@ struct node_config {
 /// `rediss+sentinel://...` (TLS): `sentinel` is true, host:port (port 26379 by default) and each `seed` are Sentinels,
 /// the path is the master's name (required; percent-encoded when it holds reserved characters), the URL's user and
 /// password are the master's, and `sentinel_user` / `sentinel_password` the Sentinels' (none by default); its database
-/// is the `db` parameter. Query parameters: `db`, `client_name`, `track_keys` (true|false), and for TLS `ca_file`, `cert_file`, `key_file`,
-/// `verify` (true|false), `server_name`. Fails with error::invalid_argument; `diag.client_message()` names what is
-/// wrong.
+/// is the `db` parameter. Query parameters: `db`, `client_name`, `track_keys` (true|false), and for TLS `ca_file`,
+/// `cert_file`, `key_file`, `verify` (true|false), `server_name`. Fails with error::invalid_argument;
+/// `diag.client_message()` names what is wrong.
 boost::system::result<node_config> parse_url(std::string_view url, diagnostics& diag);
 
 /// As above; throws boost::system::system_error(error::invalid_argument, "what is wrong").

@@ -130,6 +130,28 @@ BOOST_AUTO_TEST_CASE(killing_3_of_5_nodes_stops_the_command_and_exits_70)
     BOOST_TEST(!process_alive(child));
 }
 
+// Client tracking: the key deleted on 2 of 3 nodes under `--ttl 30s` stops the command and exits 70 at once, not at
+// the next extension (10 s away); deleted on 1 of 3, the command runs on and the key is back there at the extension.
+BOOST_AUTO_TEST_CASE(keys_deleted_on_a_quorum_stop_the_command_at_once)
+{
+    cluster nodes(3);
+    cli_process p({"exec", "--nodes", comma_joined(nodes.urls()), "--key", "gone", "--ttl", "30s", "--", "sh", "-c",
+                   "echo child=$$; exec sleep 60"});
+    BOOST_REQUIRE(wait_until([&] { return p.output().find("child=") != std::string::npos; }, 10s));
+    BOOST_REQUIRE(wait_until([&] { return nodes_with_key(nodes, "gone") == 3u; }, 5s));
+    nodes[0].cli({"DEL", "gone"});
+    std::this_thread::sleep_for(300ms);
+    BOOST_TEST(p.wait(0ms) == -1, "one node of three lost it: the command must run on; " << p.output());
+    const auto deleted_at = steady_clock::now();
+    nodes[1].cli({"DEL", "gone"});
+    const int code = p.wait(10s);
+    const auto took = elapsed_ms(deleted_at);
+    BOOST_TEST(code == 70, "output: " << p.output());
+    BOOST_TEST_MESSAGE("redlock exec exited " << took << " ms after the second DEL");
+    BOOST_TEST(took < 1000, "took " << took << " ms");
+    BOOST_TEST(p.output().find("missing on 2 of 3 nodes") != std::string::npos, "output: " << p.output());
+}
+
 // Once the extensions keep failing, the command gets --kill-signal --kill-grace before the lease's validity
 // ends, so that it is gone before anyone else can take the lock.
 BOOST_AUTO_TEST_CASE(failing_extensions_signal_the_command_kill_grace_before_the_lease_ends)

@@ -103,9 +103,18 @@ asio::awaitable<void> lease_state::check_named_nodes(std::shared_ptr<lease_state
             // No answer (the node is down or slow): its next session says `all`, the next extension tells meanwhile.
             if (!read->answered(0) || *read->results[0] || self->holds_here(read->replies[0])) continue;
             if (self->status_ != status::held) break;
-            // Gone there, or another owner's: an extension now, which reads every node.
-            co_await extend_once(self, nullptr);
-            self->schedule_next();
+            // Gone there, or another owner's: is it still held on enough nodes that a quorum may hold it? The
+            // next extension repairs a minority that lost it, as it would without tracking.
+            auto all = co_await nodes.fan_out(self->check_request(), self->spec_.routing_key(), answered, nodes.size(),
+                                              until::all_answered);
+            std::size_t gone = 0;
+            for (std::size_t j = 0; j < nodes.size(); ++j)
+                if (all->answered(j) && !*all->results[j] && !self->holds_here(all->replies[j])) ++gone;
+            if (self->status_ == status::held && gone > nodes.size() - self->quorum_)
+                self->declare_lost(
+                    "our keys are missing on " + std::to_string(gone) + " of " + std::to_string(nodes.size()) +
+                    " nodes (deleted, evicted, expired, or the node restarted empty), as client tracking "
+                    "reported");
         }
     } catch (...) {
     }

@@ -82,8 +82,9 @@ public:
     void release_in_background();
 
     /// Client tracking: a key of this lease changed on `node`, or may have (key_watch). Reads that node again; where
-    /// the lease is no longer there, extends it at once, which repairs it while a quorum still holds it and
-    /// declares it lost when none can. On the strand.
+    /// the lease is no longer there, reads every node, and declares it lost when so many lost it that no quorum can
+    /// hold it (those that do not answer are the next extension's to judge, as is the repair of a minority). On the
+    /// strand.
     void on_key_news(std::size_t node);
 
     /// A conversion that carries the hold over to another lease under the same token (a read-write lock's

@@ -1,6 +1,6 @@
 // The handshake without a server: what one connection attempt sends in its one write (HELLO 3 with AUTH and
-// SETNAME, SELECT, CLIENT TRACKING, a SUBSCRIBE per channel to restore), and what its replies mean, each read as the reply of its
-// own command and never of another.
+// SETNAME, SELECT, CLIENT TRACKING, a SUBSCRIBE per channel to restore), and what its replies mean, each read as the
+// reply of its own command and never of another.
 #include "connection/handshake.hpp"
 #include "resp/reader.hpp"
 
@@ -99,10 +99,8 @@ BOOST_AUTO_TEST_CASE(client_tracking_follows_select_and_precedes_the_restores)
     node_config config;
     config.db = 3;
     const auto h = make_handshake(config, {"a"});
-    BOOST_TEST((sent_commands(h) == commands{{"HELLO", "3"},
-                                             {"SELECT", "3"},
-                                             {"CLIENT", "TRACKING", "on", "NOLOOP"},
-                                             {"SUBSCRIBE", "a"}}));
+    BOOST_TEST((sent_commands(h) ==
+                commands{{"HELLO", "3"}, {"SELECT", "3"}, {"CLIENT", "TRACKING", "on", "NOLOOP"}, {"SUBSCRIBE", "a"}}));
     const auto outcome = read_handshake(h, response{hello_reply(), ok(), ok(), confirmation("subscribe", "a")});
     BOOST_TEST(!outcome.ec);
     BOOST_TEST(outcome.tracking);

@@ -42,6 +42,7 @@ redlock::node_config fast_config(std::uint16_t sentinel_port)
     c.reconnect_max_delay = 50ms;
     c.connect_timeout = 1000ms;
     c.request_timeout = 1000ms;
+    c.track_keys = false;  // the scripted servers answer no CLIENT TRACKING
     return c;
 }
 
