@@ -33,8 +33,8 @@ struct node_outcome {
 /// wake-up by a release message from a retry at the holder's TTL.
 struct wait_summary {
     std::uint32_t attempts = 0;  ///< acquire attempts sent
-    std::uint32_t woken_by_release =
-        0;  ///< retries that a release message (or client tracking: the holder's key went) started
+    /// Retries that a release message started (or client tracking's news that the holder's key changed).
+    std::uint32_t woken_by_release = 0;
     std::uint32_t timed_retries = 0;  ///< retries that a timer started (the holder's TTL, or a retry delay)
     bool notified = false;  ///< release messages were subscribed on enough nodes to be relied on while it waited
 };

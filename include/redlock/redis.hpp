@@ -48,7 +48,8 @@ public:
 
     /// The deployment of `config`, made by `factory` (default: make_node: one connection, or a Cluster node, which
     /// starts connecting in the background and reconnects by itself; no I/O happens before the constructor returns).
-    /// Throws boost::system::system_error(error::invalid_argument) when the factory makes no node.
+    /// Throws boost::system::system_error(error::invalid_argument) when the factory makes no node. Its connections do
+    /// not track keys (node_config::track_keys is ignored): nothing of a redis handle watches them.
     redis(executor_type ex, node_config config, node_factory factory = {});
     /// A node made elsewhere (a Cluster or Sentinel node, a test's fake). Throws
     /// boost::system::system_error(error::invalid_argument) for a null node.

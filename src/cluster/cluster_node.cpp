@@ -603,6 +603,7 @@ private:
         if (conn == nullptr) {
             auto c = config_of(source);
             c.reconnect = false;
+            c.track_keys = false;  // it reads the map only
             temporary.emplace(io_, c);
             conn = &*temporary;
         }

@@ -5,6 +5,7 @@
 #include <redlock/connection.hpp>
 #include <redlock/node.hpp>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string_view>
@@ -26,15 +27,26 @@ public:
         tracking_ = std::move(shared);
     }
 
-    /// Sets `conn`'s message and tracking handlers to call this node's, as they are when each push arrives.
-    void forward_to(connection& conn)
+    /// Sets `conn`'s message and tracking handlers to call this node's, as they are when each push arrives. With
+    /// `in_use`, tracking news passes only while it says the connection is the node's (a Sentinel node's candidate
+    /// master is not, until ROLE confirmed it: news of its session's start must wait for tell_all).
+    void forward_to(connection& conn, std::function<bool()> in_use = {})
     {
         conn.set_message_handler([self = shared_from_this()](std::string_view channel, std::string_view payload) {
             if (auto handler = self->get(self->message_)) (*handler)(channel, payload);
         });
-        conn.set_tracking_handler([self = shared_from_this()](const tracking_news& news) {
+        conn.set_tracking_handler([self = shared_from_this(), in_use = std::move(in_use)](const tracking_news& news) {
+            if (in_use && !in_use()) return;
             if (auto handler = self->get(self->tracking_)) (*handler)(news);
         });
+    }
+
+    /// Tells the tracking handler that any key may have changed (the node moved to another server).
+    void tell_all() const
+    {
+        tracking_news news;
+        news.all = true;
+        if (auto handler = get(tracking_)) (*handler)(news);
     }
 
 private:

@@ -58,11 +58,21 @@ void start_redis_exec(const std::shared_ptr<redis_impl>& impl, const request& re
 
 }  // namespace detail
 
+namespace {
+// Nothing of a redis handle watches keys (a rate limiter's, a cached value): tracking them would only fill the server's
+// tracking table and bring pushes nobody reads.
+node_config untracked(node_config config)
+{
+    config.track_keys = false;
+    return config;
+}
+}  // namespace
+
 redis::redis(executor_type ex, node_config config, node_factory factory)
     : impl_(std::make_shared<detail::redis_impl>(
-          ex, detail::checked(
-                  factory ? std::shared_ptr<node>(factory(ex, config)) : std::shared_ptr<node>(make_node(ex, config)),
-                  "the node factory made no node")))
+          ex, detail::checked(factory ? std::shared_ptr<node>(factory(ex, untracked(std::move(config))))
+                                      : std::shared_ptr<node>(make_node(ex, untracked(std::move(config)))),
+                              "the node factory made no node")))
 {}
 
 redis::redis(executor_type ex, std::shared_ptr<node> deployment)

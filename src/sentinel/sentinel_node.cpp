@@ -429,7 +429,11 @@ private:
                                      error_code& last)
     {
         auto link = std::make_shared<sentinel_master_link>(io_, config_of(at, false), at, ++next_generation_);
-        handlers_->forward_to(link->conn);
+        // Tracking news only from the master in use: a lease's read goes there, not to this candidate.
+        handlers_->forward_to(link->conn, [weak = weak_from_this(), generation = link->generation] {
+            auto self = weak.lock();
+            return self && self->installed_generation_.load(std::memory_order_relaxed) == generation;
+        });
         link->conn.set_disconnect_handler([weak = weak_from_this(), generation = link->generation](error_code) {
             if (auto self = weak.lock()) asio::post(self->strand_, [self, generation] { self->link_down(generation); });
         });
@@ -523,6 +527,9 @@ private:
         if (old) retire(old);
         ever_found_ = true;
         rehome_channels();
+        // Another server, or the same after a reconnect: what it holds is unknown until read (and so tracked).
+        installed_generation_.store(link->generation, std::memory_order_relaxed);
+        handlers_->tell_all();
     }
 
     // Leaves `old` (no longer master_): its requests in flight fail (error::closed, given to callers as
@@ -899,6 +906,7 @@ private:
     node_config config_;
     std::string name_;
     std::atomic<bool> closed_{false};
+    std::atomic<std::uint64_t> installed_generation_{0};  // master_'s: the link whose tracking news counts
 
     sentinel_list sentinels_;
     std::optional<server_address> hint_;  // the new master of a +switch-master, tried first

@@ -319,3 +319,21 @@ BOOST_AUTO_TEST_CASE(the_cli_runs_exec_status_and_throttle_against_a_cluster_url
                                    30s);
     BOOST_TEST(throttle.exit_code == 0, throttle.err);
 }
+
+// Client tracking through the Cluster node: the key deleted on the master of its slot loses the lease at once (its
+// first extension is 10 s away), and news from every master reaches the leases.
+BOOST_AUTO_TEST_CASE(a_lease_whose_key_is_deleted_is_lost_at_once)
+{
+    cluster_rig rig;
+    run_coro(rig.ctx, [&]() -> asio::awaitable<void> {
+        for (const std::string key : {"cluster:tracked:a", "cluster:tracked:b", "cluster:tracked:c"}) {
+            redlock::mutex m(rig.locks, key, {.ttl = 30'000ms, .watchdog = true});
+            auto lease = co_await m.async_lock(asio::use_awaitable);
+            const auto deleted = std::chrono::steady_clock::now();
+            rig.on_master(key, {"DEL", key});
+            auto [ec] = co_await lease.async_wait_lost(use_tuple);
+            BOOST_TEST(ec == redlock::error::lost);
+            BOOST_TEST((std::chrono::steady_clock::now() - deleted < 3000ms), key);
+        }
+    });
+}

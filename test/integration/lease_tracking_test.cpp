@@ -206,6 +206,30 @@ BOOST_AUTO_TEST_CASE(keys_evicted_on_a_quorum_lose_the_lease_at_once)
     });
 }
 
+// The clock jump of the Redlock debate: two nodes of three run their clocks 10x fast, so a 2 s key expires there
+// after ~200 ms. Without tracking the holder believes in its lease until its local validity (~2 s) ends; with it,
+// the expiries are pushed and the lease is lost as soon as the second node expires it (fencing still guards the
+// round trip in between: fencing_fault_test).
+BOOST_AUTO_TEST_CASE(keys_expired_early_by_fast_node_clocks_lose_the_lease_before_its_validity_ends)
+{
+    redlock::test::node_options skewable;
+    skewable.clock_shim = true;
+    redis_rig rig(3, 1, skewable);
+    rig.nodes[0].set_clock(0, 10.0);
+    rig.nodes[1].set_clock(0, 10.0);
+    redlock::mutex m(rig.client(), "skewed", {.ttl = 2000ms, .node_timeout = 500ms});
+    rig.run([&]() -> asio::awaitable<void> {
+        auto l = co_await m.async_lock(asio::use_awaitable);
+        const auto granted = steady::now();
+        auto [ec] = co_await l.async_wait_lost(use_tuple);
+        const auto took = ms_since(granted);
+        BOOST_TEST(ec == error::lost);
+        BOOST_TEST_MESSAGE("lost " << took << " ms after the grant; its validity was " << 2000 - 2000 / 100 - 2
+                                   << " ms");
+        BOOST_TEST(took < 1200, "lost " << took << " ms after the grant: not before its validity ended");
+    });
+}
+
 // The negative control: the same deletion without tracking is found only at the next extension.
 BOOST_AUTO_TEST_CASE(without_tracking_the_loss_waits_for_the_next_extension)
 {

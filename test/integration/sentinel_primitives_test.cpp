@@ -322,3 +322,21 @@ BOOST_AUTO_TEST_CASE(a_node_reaches_the_master_through_a_later_seed_when_the_fir
     });
     BOOST_TEST(group.master().cli({"GET", "sentinel:seeded"}) == "yes");
 }
+
+// Client tracking through the Sentinel node: the key deleted on the master of its slot loses the lease at once (its
+// first extension is 10 s away), and news from every master reaches the leases.
+BOOST_AUTO_TEST_CASE(a_lease_whose_key_is_deleted_is_lost_at_once)
+{
+    sentinel_rig rig;
+    run_coro(rig.ctx, [&]() -> asio::awaitable<void> {
+        for (const std::string key : {"sentinel:tracked:a", "sentinel:tracked:b", "sentinel:tracked:c"}) {
+            redlock::mutex m(rig.locks, key, {.ttl = 30'000ms, .watchdog = true});
+            auto lease = co_await m.async_lock(asio::use_awaitable);
+            const auto deleted = std::chrono::steady_clock::now();
+            rig.on_master({"DEL", key});
+            auto [ec] = co_await lease.async_wait_lost(use_tuple);
+            BOOST_TEST(ec == redlock::error::lost);
+            BOOST_TEST((std::chrono::steady_clock::now() - deleted < 3000ms), key);
+        }
+    });
+}

@@ -81,6 +81,7 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> acquire_lo
     release_watcher watcher(client->strand());
     watcher.token = plan.wake_token;
     watcher.shared = plan.shared;
+    watcher.key_news = plan.key_news;
     watch_scope scope(wakeups, plan.channels, watcher);
     std::optional<asio::steady_timer> gate_wait;  // only when another attempt of this client holds the gate
     // A fair waiter with its ticket, or a writer that marked its wait: its attempts skip the gate. The gate keeps a

@@ -42,6 +42,7 @@ struct acquire_plan {
     std::vector<std::string> channels;  ///< release channels that wake a waiter
     std::string wake_token;             ///< a fair waiter: only releases naming this token wake it (release_wakeups)
     bool shared = false;                ///< a read-write lock's reader: releases only writers can pass leave it asleep
+    bool key_news = false;              ///< client tracking's news of its keys wakes it (release_watcher::key_news)
     std::chrono::steady_clock::time_point wait_until;
     /// Timed retries, when release messages cannot be relied on (see acquire_loop).
     std::chrono::milliseconds retry_delay{100};

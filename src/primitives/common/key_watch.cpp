@@ -6,6 +6,7 @@
 #include <boost/asio/dispatch.hpp>
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace redlock::detail {
 
@@ -60,11 +61,11 @@ void key_watch::on_news(std::size_t node, const tracking_news& news)
         return;
     }
     if (news.all) {
-        // Copies: a lease may leave the registry while it reads (declared lost at once on a node without a quorum).
-        std::vector<std::shared_ptr<lease_state>> every;
+        // Each lease once (a lease of several keys is listed under each).
+        std::unordered_set<std::shared_ptr<lease_state>> every;
         for (const auto& [key, list] : leases_)
             for (const auto& w : list)
-                if (auto l = w.lock()) every.push_back(std::move(l));
+                if (auto l = w.lock()) every.insert(std::move(l));
         for (const auto& l : every) l->on_key_news(node);
         if (auto wakeups = wakeups_.lock()) wakeups->on_node_news(node);
         return;

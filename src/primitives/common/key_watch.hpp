@@ -18,7 +18,7 @@ namespace redlock::detail {
 class lease_state;
 
 /// On the client's strand. Holds the leases by weak_ptr: a lease's handle, not this registry, keeps it.
-class key_watch : public std::enable_shared_from_this<key_watch> {
+class key_watch {
 public:
     using logger = release_wakeups::logger;
 

@@ -65,6 +65,7 @@ void lease_state::start()
 {
     schedule_next();
     if (protocol_.tracked && status_ == status::held) {
+        named_nodes_.assign(client_->nodes().size(), false);
         client_->watched_keys().add(shared_from_this());
         keys_watched_ = true;
     }
@@ -79,9 +80,7 @@ void lease_state::unwatch_keys()
 
 void lease_state::on_key_news(std::size_t node)
 {
-    if (status_ != status::held) return;
-    named_nodes_.resize(client_->nodes().size(), false);
-    if (node >= named_nodes_.size()) return;
+    if (status_ != status::held || node >= named_nodes_.size()) return;
     named_nodes_[node] = true;
     if (checking_) return;
     checking_ = true;

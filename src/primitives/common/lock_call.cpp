@@ -111,6 +111,9 @@ acquire_plan make_plan(const lock_call& call, bool one_attempt)
     plan.retry_delay = o.retry_delay;
     plan.retry_jitter = o.retry_jitter;
     plan.shared = call.kind->shared;
+    // Keys that hold one holder's value: a semaphore's permits and a read-write lock's name are written by every
+    // holder, and their news would wake the waiters at each holder's step.
+    plan.key_news = call.kind->protocol->tracked && !call.kind->marks_wait && !call.kind->shared;
     if (call.kind->fair()) fair_plan(call, plan);
     if (call.kind->marks_wait) plan.max_pause = o.waiter_ttl / 3;  // each attempt renews the mark
     return plan;

@@ -204,7 +204,7 @@ void release_wakeups::on_key_news(const std::string& channel, std::size_t node)
     auto it = channels_.find(channel);
     if (it == channels_.end()) return;
     for (auto* w : it->second.watchers)
-        if (node < w->freed.size()) w->freed[node] = true;
+        if (w->key_news && node < w->freed.size()) w->freed[node] = true;
     wake_observers(it->second);
     wake_freed(it->second, {});
 }
@@ -213,7 +213,7 @@ void release_wakeups::on_node_news(std::size_t node)
 {
     for (auto& [name, state] : channels_) {
         for (auto* w : state.watchers)
-            if (node < w->freed.size()) w->freed[node] = true;
+            if (w->key_news && node < w->freed.size()) w->freed[node] = true;
         wake_observers(state);
         wake_freed(state, {});
     }

@@ -26,6 +26,9 @@ struct release_watcher {
     std::string token;
     /// A read-write lock's reader: a release that only writers can pass ("=w") leaves it asleep.
     bool shared = false;
+    /// Client tracking's news of its lock keys counts as those nodes freed (on_key_news): a kind whose keys hold one
+    /// holder's value, changed only when the holder takes, extends or loses them.
+    bool key_news = false;
     bool pausing = false;   ///< waiting on `timer`, which a release cancels
     bool settling = false;  ///< waiting on `timer` for its subscriptions to be confirmed
     bool woken = false;     ///< a release came since its last attempt started
@@ -102,7 +105,8 @@ public:
     void on_message(const std::string& channel, const std::string& payload, std::size_t node);
 
     /// Client tracking: the lock key of `channel` changed on `node` (its holder's key expired, was deleted or
-    /// evicted, or was written: taken, extended). Counts as that node freed for the channel's waiters, as a failed
+    /// evicted, or was written: taken, extended). Counts as that node freed for the channel's key_news waiters (a
+    /// fair waiter's token keeps it asleep: its turn comes by message or its timer), as a failed
     /// attempt's clean-up does: one wakes once a quorum of nodes changed since its attempt, so a holder that vanished
     /// without a release message is followed at once rather than at its TTL; a holder's extension wakes one waiter
     /// for one attempt, refused. Observers are woken by each.

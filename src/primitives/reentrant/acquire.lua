@@ -10,6 +10,9 @@
 -- committed yet takes the next one (the counter + 1) and commits it: the third element is then its token.
 -- A first hold starts the holds afresh: no hold, and no committed token, carries over from an earlier owner, nor
 -- from a hash that outlived its key (deleted by hand, lost in a failover).
+
+-- #include "primitives/common/track.lib.lua"
+
 local owner = redis.call('GET', KEYS[1])
 if owner and owner ~= ARGV[1] then
   local pttl = redis.call('PTTL', KEYS[1])
@@ -28,6 +31,7 @@ end
 redis.call('HSETNX', KEYS[2], mark, '0')
 redis.call('HSET', KEYS[2], ARGV[3], '1')
 redis.call('PEXPIRE', KEYS[2], redis.call('PTTL', KEYS[1]))
+track(1, 1)
 if not KEYS[3] then return kind end
 local committed = redis.call('HGET', KEYS[2], mark)
 if ARGV[4] == 'increment' and committed == '0' then
