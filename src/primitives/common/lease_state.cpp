@@ -99,8 +99,9 @@ asio::awaitable<void> lease_state::check_named_nodes(std::shared_ptr<lease_state
             const auto i = static_cast<std::size_t>(at - named.begin());
             auto read = co_await fan_out_to_one(nodes.at(i), nodes.strand(), self->check_request(),
                                                 self->spec_.routing_key(), answered);
-            // No answer (the node is down or slow): its next session says `all`, the next extension tells meanwhile.
-            if (!read->answered(0) || *read->results[0] || self->holds_here(read->replies[0])) continue;
+            // Ours there, or no answer (the node is down or slow: its next session says `all`, the next extension
+            // tells meanwhile), or an error reply (LOADING after a restart with persistence): nothing known lost.
+            if (!read->answered(0) || *read->results[0] || !self->gone_from(read->replies[0])) continue;
             if (self->status_ != status::held) break;
             // Gone there, or another owner's: is it still held on enough nodes that a quorum may hold it? The
             // next extension repairs a minority that lost it, as it would without tracking.
@@ -108,7 +109,7 @@ asio::awaitable<void> lease_state::check_named_nodes(std::shared_ptr<lease_state
                                               until::all_answered);
             std::size_t gone = 0;
             for (std::size_t j = 0; j < nodes.size(); ++j)
-                if (all->answered(j) && !*all->results[j] && !self->holds_here(all->replies[j])) ++gone;
+                if (all->answered(j) && !*all->results[j] && self->gone_from(all->replies[j])) ++gone;
             if (self->status_ == status::held && gone > nodes.size() - self->quorum_)
                 self->declare_lost(
                     "our keys are missing on " + std::to_string(gone) + " of " + std::to_string(nodes.size()) +
@@ -120,10 +121,11 @@ asio::awaitable<void> lease_state::check_named_nodes(std::shared_ptr<lease_state
     self->checking_ = false;
 }
 
-bool lease_state::holds_here(const response& replies) const
+bool lease_state::gone_from(const response& replies) const
 {
     if (replies.size() != spec_.keys.size()) return false;
-    return std::all_of(replies.begin(), replies.end(), [&](const resp::value& v) {
+    if (std::any_of(replies.begin(), replies.end(), [](const resp::value& v) { return v.is_error(); })) return false;
+    return !std::all_of(replies.begin(), replies.end(), [&](const resp::value& v) {
         return v.data_type == resp::type::bulk_string && v.text == spec_.key_value;
     });
 }

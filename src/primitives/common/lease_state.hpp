@@ -120,8 +120,9 @@ private:
     void unwatch_keys();
     // Reads the nodes tracking named until none is left to read (one coroutine per lease at a time).
     static boost::asio::awaitable<void> check_named_nodes(std::shared_ptr<lease_state> self);
-    // A node's replies to check_request: every key holds our key_value.
-    bool holds_here(const response& replies) const;
+    // A node's replies to check_request say the lease is not there: no error reply (LOADING, a reply cut short), and a
+    // key missing or holding another value (of a string: another type is an error).
+    bool gone_from(const response& replies) const;
     void finish_waiters(error_code ec);
     // The protocol's requests, built on first use (on the strand).
     const std::shared_ptr<const request>& extend_request();
