@@ -163,12 +163,15 @@ BOOST_AUTO_TEST_CASE(stats_count_what_the_client_did_and_render_for_prometheus)
 }
 
 // A holder that never releases (its process gone): no release message comes, and the waiter wakes when the
-// holder's key expires. That wake-up is the timer's, not a message's.
+// holder's key expires. That wake-up is the timer's, not a message's. (With client tracking the nodes' news of the
+// expiry races the timer, and counts as a message: lease_tracking_test. The waiter here does not track.)
 BOOST_AUTO_TEST_CASE(a_waiter_woken_by_the_holders_ttl_counts_a_timer_wakeup)
 {
-    redis_rig rig(3, 2);
+    redis_rig rig(3, 1);
+    auto untracked = redlock::test::configs(rig.nodes);
+    for (auto& c : untracked) c.track_keys = false;
     auto& holder = rig.client(0);
-    auto& waiter = rig.client(1);
+    redlock::client waiter(rig.ctx.get_executor(), untracked);
     rig.run([&]() -> asio::awaitable<void> {
         co_await holder.async_connect(asio::use_awaitable);
         co_await waiter.async_connect(asio::use_awaitable);
