@@ -39,7 +39,7 @@ redlock::node_config quick(std::string url)
     return config;
 }
 
-// A scripted server answers one command per read, and the handshake is one write: no CLIENT TRACKING in it.
+// The scripted servers here answer HELLO and garbage to anything else: no CLIENT TRACKING in their handshake.
 redlock::node_config scripted(std::string url)
 {
     auto config = quick(std::move(url));
