@@ -202,21 +202,20 @@ void release_wakeups::on_message(const std::string& channel, const std::string& 
 void release_wakeups::on_key_news(const std::string& channel, std::size_t node)
 {
     auto it = channels_.find(channel);
-    if (it == channels_.end()) return;
-    for (auto* w : it->second.watchers)
-        if (w->key_news && node < w->freed.size()) w->freed[node] = true;
-    wake_observers(it->second);
-    wake_freed(it->second, {});
+    if (it != channels_.end()) key_changed(it->second, node);
 }
 
 void release_wakeups::on_node_news(std::size_t node)
 {
-    for (auto& [name, state] : channels_) {
-        for (auto* w : state.watchers)
-            if (w->key_news && node < w->freed.size()) w->freed[node] = true;
-        wake_observers(state);
-        wake_freed(state, {});
-    }
+    for (auto& [name, state] : channels_) key_changed(state, node);
+}
+
+void release_wakeups::key_changed(channel_state& state, std::size_t node)
+{
+    for (auto* w : state.watchers)
+        if (w->key_news && node < w->freed.size()) w->freed[node] = true;
+    wake_observers(state);
+    wake_freed(state, {});
 }
 
 void release_wakeups::wake_observers(channel_state& state)

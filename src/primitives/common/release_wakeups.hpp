@@ -143,6 +143,8 @@ private:
     void wake(channel_state& state, std::string_view next_in_line);
     void wake_freed(channel_state& state, std::string_view next_in_line);
     void wake_observers(channel_state& state);
+    // Client tracking's news that the channel's key changed on `node` (on_key_news, on_node_news).
+    void key_changed(channel_state& state, std::size_t node);
     void wake_for_permits(channel_state& state, std::string_view count);
     void wake_writer(channel_state& state);
     void schedule_sweep();
