@@ -22,6 +22,10 @@
 
 namespace redlock::detail {
 
+/// The strands of make_strand_of over an io_context, without and with outstanding work (`prefer`'s result).
+using io_strand = boost::asio::strand<boost::asio::io_context::executor_type>;
+using tracked_io_strand = boost::asio::strand<boost::asio::io_context::basic_executor_type<std::allocator<void>, 4>>;
+
 template <class... Ts>
 class pending_completion {
 public:
@@ -42,15 +46,17 @@ public:
 
     void complete(error_code ec, Ts... values)
     {
-        // Posted through the I/O executor (so never inline), then run on the handler's executor (a type-erased
-        // completion executor cannot be posted to directly).
         auto work = std::move(work_);
-        boost::asio::post(io_executor_,
-                          boost::asio::bind_executor(work, [handler = std::move(handler_), slot = slot_, ec,
-                                                            ... values = std::move(values)]() mutable {
-                              if (slot.is_connected()) slot.clear();  // on the caller's executor, where it emits
-                              std::move(handler)(ec, std::move(values)...);
-                          }));
+        auto run = [handler = std::move(handler_), slot = slot_, ec, ... values = std::move(values)]() mutable {
+            if (slot.is_connected()) slot.clear();  // on the caller's executor, where it emits
+            std::move(handler)(ec, std::move(values)...);
+        };
+        // A handler bound to a strand of ours (every node exec's, see with_concrete_strand) is posted to it: one
+        // hop. Any other is posted through the I/O executor (so never inline), then run on the handler's executor
+        // (a type-erased completion executor cannot be posted to directly).
+        if (const auto* strand = work.template target<tracked_io_strand>())
+            return boost::asio::post(*strand, std::move(run));
+        boost::asio::post(io_executor_, boost::asio::bind_executor(work, std::move(run)));
     }
 
 private:
@@ -73,6 +79,18 @@ inline strand_type make_strand_of(const boost::asio::any_io_executor& ex)
     if (const auto* io = ex.target<plain>()) return boost::asio::make_strand(*io);
     if (const auto* io = ex.target<tracked>()) return boost::asio::make_strand(*io);
     return boost::asio::make_strand(ex);
+}
+
+/// Calls `fn` with the strand's own executor when make_strand_of made it over an io_context, else with `strand`. A
+/// handler bound to the concrete strand fits any_completion_executor's small buffer, where one bound to the
+/// type-erased strand is copied into a shared allocation at every executor query of its type-erased handler (a
+/// node's completion: four allocations per request); and pending_completion posts it to its strand in one hop.
+template <class Fn>
+decltype(auto) with_concrete_strand(const strand_type& strand, Fn&& fn)
+{
+    if (const auto* s = strand.target<io_strand>()) return fn(*s);
+    if (const auto* s = strand.target<tracked_io_strand>()) return fn(*s);
+    return fn(strand);
 }
 
 /// Runs `op` on `strand` and completes `handler` with the tuple it returns (a handler without an executor of

@@ -145,6 +145,8 @@ private:
     // request_deadlines.cpp
     void arm_deadline_timer();
     void on_deadline_timer();
+    /// Cancels the deadline timer when no request waits (the session ended).
+    void disarm_idle_deadline_timer();
 
     boost::asio::any_io_executor io_executor_;
     strand_type strand_;

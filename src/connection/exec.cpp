@@ -34,6 +34,7 @@ exec_op::~exec_op()
 void exec_op::start()
 {
     response_->clear();
+    response_->reserve(request_->expected_replies());  // one allocation, not one per growth
     auto conn = conn_.lock();
     if (!conn) return complete(error::closed);
     if (call_ && !call_->channels.empty()) {

@@ -106,6 +106,7 @@ asio::awaitable<void> connection_impl::run_loop()
         const error_code why =
             ec == error::protocol_error || ec == error::timeout ? ec : make_error_code(error::connection_lost);
         mpx_.fail_all(why, error::not_connected);
+        disarm_idle_deadline_timer();
         subscriptions_.connection_lost();
         if (served && disconnect_handler_) {
             try {

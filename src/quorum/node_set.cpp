@@ -73,7 +73,7 @@ void start_node(node& n, const std::shared_ptr<fan_out_state>& state, std::size_
                 classify_fn classify, const strand_type& strand,
                 const std::shared_ptr<std::vector<std::atomic<std::uint64_t>>>& errors)
 {
-    auto done = asio::bind_executor(strand, [state, i, classify, errors](error_code ec) {
+    auto record = [state, i, classify, errors](error_code ec) {
         if (state->results[i]) return;  // a node that completes twice is ignored
         if (state->acks.on())
             ec = judge_acknowledgement(ec, state->replies[i], state->req->expected_replies(), state->acks, classify,
@@ -83,15 +83,18 @@ void start_node(node& n, const std::shared_ptr<fan_out_state>& state, std::size_
         state->votes[i] = classify(ec, state->replies[i]);
         state->tally.add(state->votes[i]);
         state->wake.cancel();
+    };
+    with_concrete_strand(strand, [&](const auto& executor) {
+        auto done = asio::bind_executor(executor, record);
+        try {
+            call(n, *state, i, done);
+        } catch (const std::exception& e) {
+            // A node that throws is a failed node, not a failed operation: the others still count, and an
+            // attempt still cleans up after itself.
+            access::set_client_message(state->diags[i], std::string("the node threw: ") + e.what());
+            asio::post(executor, [done, ec = make_error_code(error::protocol_error)]() mutable { done(ec); });
+        }
     });
-    try {
-        call(n, *state, i, done);
-    } catch (const std::exception& e) {
-        // A node that throws is a failed node, not a failed operation: the others still count, and an
-        // attempt still cleans up after itself.
-        access::set_client_message(state->diags[i], std::string("the node threw: ") + e.what());
-        asio::post(strand, [done, ec = make_error_code(error::protocol_error)]() mutable { done(ec); });
-    }
 }
 
 void exec_request(node& n, fan_out_state& s, std::size_t i, node::completion done)
