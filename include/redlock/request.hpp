@@ -111,9 +111,14 @@ public:
     struct script_call {
         std::size_t reply_index;
         script code;
-        std::vector<std::string> params;  // numkeys, keys..., args...
+        /// Where its parameters (numkeys, keys..., args...) are in payload(), as written: they follow the SHA in
+        /// EVALSHA as they follow the source in EVAL, so a fallback copies their bytes and no request keeps a copy
+        /// of them (one allocation per parameter, per request, on every lock's path).
+        std::size_t params_begin = 0, params_end = 0, param_count = 0;
     };
     const std::vector<script_call>& script_calls() const noexcept { return script_calls_; }
+    /// The parameters of `call`, one of this request's: numkeys, keys..., args... (copies).
+    std::vector<std::string> script_params(const script_call& call) const;
 
     /// A WAIT of this request (replica acknowledgement): a NOSCRIPT fallback sends it again after the scripts it
     /// re-sends, so that it still follows the writes it waits for.
@@ -123,9 +128,9 @@ public:
     };
     const std::vector<wait_call>& wait_calls() const noexcept { return wait_calls_; }
 
-    /// A request holding `calls` as EVAL commands, in order, then `waits`.
-    static request eval_fallback(const std::vector<const script_call*>& calls,
-                                 const std::vector<const wait_call*>& waits = {});
+    /// A request holding `calls` (this request's) as EVAL commands, in order, then `waits`.
+    request eval_fallback(const std::vector<const script_call*>& calls,
+                          const std::vector<const wait_call*>& waits = {}) const;
 
 private:
     template <class Views>
@@ -141,7 +146,8 @@ private:
     }
     void count_replies(std::span<const std::string_view> command);
     void note_wait(std::string_view command, std::string_view replicas, std::string_view timeout);
-    void push_script_params(const script& s, std::vector<std::string> params);
+    /// `views`: EVALSHA, the SHA, then the parameters.
+    void push_evalsha(const script& s, std::span<const std::string_view> views);
 
     std::string payload_;
     std::size_t commands_ = 0;

@@ -27,11 +27,12 @@ request asking_request(const request& req)
         const auto reply_index = out.expected_replies() - 1;  // in `req`, without ASKING
         auto call =
             std::find_if(scripts.begin(), scripts.end(), [&](const auto& c) { return c.reply_index == reply_index; });
-        if (call != scripts.end() && command->elements.front().text == "EVALSHA" && !call->params.empty()) {
-            const auto keys = static_cast<std::size_t>(std::stoul(call->params.front()));
-            const auto keys_end = call->params.begin() + 1 + static_cast<std::ptrdiff_t>(keys);
-            out.push_script(call->code, std::vector<std::string>(call->params.begin() + 1, keys_end),
-                            std::vector<std::string>(keys_end, call->params.end()));
+        if (call != scripts.end() && command->elements.front().text == "EVALSHA" && call->param_count > 0) {
+            const auto params = req.script_params(*call);
+            const auto keys = static_cast<std::size_t>(std::stoul(params.front()));
+            const auto keys_end = params.begin() + 1 + static_cast<std::ptrdiff_t>(keys);
+            out.push_script(call->code, std::vector<std::string>(params.begin() + 1, keys_end),
+                            std::vector<std::string>(keys_end, params.end()));
             continue;
         }
         std::vector<std::string> args;

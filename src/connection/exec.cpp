@@ -121,7 +121,7 @@ bool exec_op::resend_missing_scripts()
         waits.push_back(&wait);
         fallback_indexes_.push_back(wait.reply_index);
     }
-    fallback_request_ = request::eval_fallback(calls, waits);
+    fallback_request_ = request_->eval_fallback(calls, waits);
     reuse(fallback_request_, &fallback_response_);
     auto conn = conn_.lock();
     const auto state = conn ? conn->state() : connection_state::closed;

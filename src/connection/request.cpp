@@ -1,7 +1,10 @@
 #include <redlock/request.hpp>
 
+#include <boost/container/small_vector.hpp>
+
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 
 namespace redlock {
 
@@ -64,44 +67,86 @@ std::string_view view_of(const std::string& text) noexcept
     return text;
 }
 
-// numkeys, keys..., args...: what follows the script in EVALSHA and EVAL.
+// EVALSHA, the SHA, numkeys, keys..., args...: on the stack for the usual few.
+using script_views = boost::container::small_vector<std::string_view, 12>;
+
 template <class Keys, class Args>
-std::vector<std::string> script_params(const Keys& keys, const Args& args)
+void fill_views(script_views& views, const script& s, std::string_view numkeys, const Keys& keys, const Args& args)
 {
-    std::vector<std::string> params;
-    params.reserve(1 + keys.size() + args.size());
-    params.push_back(std::to_string(keys.size()));
-    for (const auto& k : keys) params.emplace_back(view_of(k));
-    for (const auto& a : args) params.emplace_back(view_of(a));
-    return params;
+    views.reserve(3 + keys.size() + args.size());
+    views.push_back("EVALSHA");
+    views.push_back(s.sha1());
+    views.push_back(numkeys);
+    for (const auto& k : keys) views.push_back(view_of(k));
+    for (const auto& a : args) views.push_back(view_of(a));
+}
+
+// The end of the RESP line (header) that starts at `at` in `payload`, past its CRLF.
+std::size_t line_end(std::string_view payload, std::size_t at)
+{
+    return payload.find("\r\n", at) + 2;
+}
+
+// The bulk string that starts at `at` ("$<length>\r\n<bytes>\r\n"): its bytes, and where the next one starts.
+std::pair<std::string_view, std::size_t> bulk_at(std::string_view payload, std::size_t at)
+{
+    const auto data = line_end(payload, at);
+    std::size_t length = 0;
+    std::from_chars(payload.data() + at + 1, payload.data() + data - 2, length);
+    return {payload.substr(data, length), data + length + 2};
 }
 }  // namespace
 
 void request::push_script(const script& s, std::initializer_list<arg> keys, std::initializer_list<arg> args)
 {
-    push_script_params(s, script_params(keys, args));
+    const arg numkeys(keys.size());
+    script_views views;
+    fill_views(views, s, numkeys.view(), keys, args);
+    push_evalsha(s, views);
 }
 
 void request::push_script(const script& s, const std::vector<std::string>& keys, const std::vector<std::string>& args)
 {
-    push_script_params(s, script_params(keys, args));
+    const arg numkeys(keys.size());
+    script_views views;
+    fill_views(views, s, numkeys.view(), keys, args);
+    push_evalsha(s, views);
 }
 
-void request::push_script_params(const script& s, std::vector<std::string> params)
+void request::push_evalsha(const script& s, std::span<const std::string_view> views)
 {
-    std::vector<std::string_view> views{"EVALSHA", s.sha1()};
-    views.insert(views.end(), params.begin(), params.end());
-    script_calls_.push_back(script_call{expected_replies_, s, std::move(params)});
+    const auto start = payload_.size();
+    script_call call{expected_replies_, s};
     append(views);
+    const auto past_sha = bulk_at(payload_, bulk_at(payload_, line_end(payload_, start)).second).second;
+    call.params_begin = past_sha;
+    call.params_end = payload_.size();
+    call.param_count = views.size() - 2;
+    script_calls_.push_back(std::move(call));
 }
 
-request request::eval_fallback(const std::vector<const script_call*>& calls, const std::vector<const wait_call*>& waits)
+std::vector<std::string> request::script_params(const script_call& call) const
+{
+    std::vector<std::string> out;
+    for (std::size_t at = call.params_begin; out.size() < call.param_count;) {
+        auto [bytes, next] = bulk_at(payload_, at);
+        out.emplace_back(bytes);
+        at = next;
+    }
+    return out;
+}
+
+request request::eval_fallback(const std::vector<const script_call*>& calls,
+                               const std::vector<const wait_call*>& waits) const
 {
     request out;
     for (const script_call* call : calls) {
-        std::vector<std::string_view> views{"EVAL", call->code.source()};
-        views.insert(views.end(), call->params.begin(), call->params.end());
-        out.append(views);
+        resp::append_array_header(out.payload_, 2 + call->param_count);
+        resp::append_bulk_string(out.payload_, "EVAL");
+        resp::append_bulk_string(out.payload_, call->code.source());
+        out.payload_.append(payload_, call->params_begin, call->params_end - call->params_begin);
+        ++out.commands_;
+        ++out.expected_replies_;
     }
     for (const wait_call* wait : waits) out.push("WAIT", wait->replicas, wait->timeout);
     return out;

@@ -214,7 +214,8 @@ public:
     void exec_batch(const asio::any_io_executor& ex, const request& req, response& resp, std::string_view routing_key,
                     node::completion h)
     {
-        const auto& p = req.script_calls().front().params;  // numkeys, keys..., then count, token, ttl per lease
+        const auto p =
+            req.script_params(req.script_calls().front());  // numkeys, keys..., then count, token, ttl per lease
         const std::size_t numkeys = std::stoul(p.at(0));
         std::size_t key = 1;
         resp::value replies = array({});
@@ -263,7 +264,7 @@ public:
         if (!req.script_calls().empty()) {
             const auto& call = req.script_calls().front();
             r.kind = kind_of(call.code.sha1());
-            const auto& p = call.params;  // numkeys, keys..., args...
+            const auto p = req.script_params(call);  // numkeys, keys..., args...
             const std::size_t numkeys = p.empty() ? 0 : std::stoul(p[0]);
             for (std::size_t i = 1; i < p.size(); ++i) (i <= numkeys ? r.keys : r.args).push_back(p[i]);
         } else if (auto words = first_command(req.payload()); words.size() == 7 && words[0] == "SET") {

@@ -32,7 +32,8 @@ BOOST_AUTO_TEST_CASE(a_script_stays_a_script_with_its_keys_and_arguments)
     const auto& call = asked.script_calls().front();
     BOOST_TEST(call.reply_index == 1u);  // after ASKING's reply
     BOOST_TEST(call.code.sha1() == lua.sha1());
-    BOOST_TEST((call.params == std::vector<std::string>{"2", "lock:{a}", "lock:{a}:fence", "token", "100"}));
+    BOOST_TEST(
+        (asked.script_params(call) == std::vector<std::string>{"2", "lock:{a}", "lock:{a}:fence", "token", "100"}));
     request expected;
     expected.push("ASKING");
     expected.push_script(lua, {"lock:{a}", "lock:{a}:fence"}, {"token", 100});

@@ -61,10 +61,37 @@ BOOST_AUTO_TEST_CASE(a_script_runs_by_evalsha_and_can_fall_back_to_eval)
     BOOST_REQUIRE(r.script_calls().size() == 1u);
     BOOST_TEST(r.script_calls()[0].reply_index == 1u);
 
-    auto fallback = request::eval_fallback({&r.script_calls()[0]});
+    auto fallback = r.eval_fallback({&r.script_calls()[0]});
     request expected;
     expected.push("EVAL", s.source(), 1, "key", "arg", 7);
     BOOST_TEST(fallback.payload() == expected.payload());
+}
+
+// A request keeps no copy of a script's parameters: they are read back from its payload, where binary bytes (a
+// CRLF, a '$') must not end a parameter early.
+BOOST_AUTO_TEST_CASE(script_parameters_are_read_back_from_the_payload)
+{
+    redlock::script first("return 1");
+    redlock::script second("return 2");
+    const std::string binary("a\r\n$3\r\n\0b", 10);
+    request r;
+    r.push("SET", "k", "v");
+    r.push_script(first, {"key:1", binary}, {"token", 42});
+    r.push("PTTL", "k");
+    r.push_script(second, std::vector<std::string>{}, std::vector<std::string>{binary, ""});
+    BOOST_REQUIRE(r.script_calls().size() == 2u);
+    BOOST_TEST(r.script_calls()[0].reply_index == 1u);
+    BOOST_TEST(r.script_calls()[1].reply_index == 3u);
+    BOOST_TEST((r.script_params(r.script_calls()[0]) == std::vector<std::string>{"2", "key:1", binary, "token", "42"}));
+    BOOST_TEST((r.script_params(r.script_calls()[1]) == std::vector<std::string>{"0", binary, ""}));
+
+    auto fallback = r.eval_fallback({&r.script_calls()[1], &r.script_calls()[0]});
+    request expected;
+    expected.push("EVAL", second.source(), 0, binary, "");
+    expected.push("EVAL", first.source(), 2, "key:1", binary, "token", 42);
+    BOOST_TEST(fallback.payload() == expected.payload());
+    BOOST_TEST(fallback.commands() == 2u);
+    BOOST_TEST(fallback.expected_replies() == 2u);
 }
 
 // Replica acknowledgement: a WAIT after a script that hit NOSCRIPT acknowledged only the writes before it, so the
@@ -79,7 +106,7 @@ BOOST_AUTO_TEST_CASE(the_eval_fallback_waits_again_after_the_scripts_it_resends)
     BOOST_TEST(r.wait_calls()[0].reply_index == 1u);
     BOOST_TEST(r.wait_calls()[0].replicas == "1");
     BOOST_TEST(r.wait_calls()[0].timeout == "50");
-    auto fallback = request::eval_fallback({&r.script_calls()[0]}, {&r.wait_calls()[0]});
+    auto fallback = r.eval_fallback({&r.script_calls()[0]}, {&r.wait_calls()[0]});
     request expected;
     expected.push("EVAL", s.source(), 1, "key", "arg");
     expected.push("WAIT", 1, 50);

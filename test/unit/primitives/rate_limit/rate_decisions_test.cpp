@@ -202,17 +202,18 @@ BOOST_AUTO_TEST_CASE(each_strategy_sends_one_script_call_with_its_keys_in_one_sl
     BOOST_TEST(req.script_calls().size() == 1u);
     BOOST_TEST(req.timeout().count() == 100);
     // numkeys, the key, then interval, units per us, capacity, cost
-    BOOST_TEST(
-        (req.script_calls()[0].params == std::vector<std::string>{"1", "api:{user}:42", "100000", "1", "6", "2"}));
+    BOOST_TEST((req.script_params(req.script_calls()[0]) ==
+                std::vector<std::string>{"1", "api:{user}:42", "100000", "1", "6", "2"}));
 
     l.strategy = rate_strategy::fixed_window;
     l.burst = 0;
     req = scripts::decision_request("k", l, 3);
-    BOOST_TEST((req.script_calls()[0].params == std::vector<std::string>{"1", "k", "10", "1000", "3"}));
+    BOOST_TEST((req.script_params(req.script_calls()[0]) == std::vector<std::string>{"1", "k", "10", "1000", "3"}));
 
     l.strategy = rate_strategy::sliding_window;
     req = scripts::decision_request("k", l, 1);
-    BOOST_TEST((req.script_calls()[0].params == std::vector<std::string>{"2", "k", "{k}:total", "10", "1000000", "1"}));
+    BOOST_TEST((req.script_params(req.script_calls()[0]) ==
+                std::vector<std::string>{"2", "k", "{k}:total", "10", "1000000", "1"}));
     BOOST_TEST(scripts::log_total_key("a{b}c") == "a{b}c:total");
 }
 
