@@ -13,6 +13,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string_view>
@@ -47,6 +48,12 @@ private:
     std::shared_ptr<const log_handler> handler_;
 };
 
+/// Whether a node of these asks its server to track keys (node_config::track_keys; a server may still refuse).
+inline bool tracks_keys(const std::vector<node_config>& configs)
+{
+    return std::any_of(configs.begin(), configs.end(), [](const node_config& c) { return c.track_keys; });
+}
+
 /// What every handle of a client shares: the client, its mutexes, semaphores, leases and operations hold it by
 /// shared_ptr, and the last of them may go on any thread, while the client's strand runs a callback of the
 /// wake-ups or the keeper on another. So those callbacks hold what they use (the node set, the log sink) or a
@@ -67,7 +74,9 @@ public:
                   if (auto s = sink.lock()) s->log(l, m);
               },
               wakeup_linger)),
-          keeper_(std::make_shared<lease_keeper>(nodes_->strand())),
+          keeper_(std::make_shared<lease_keeper>(nodes_->strand(), tracks_keys(nodes_->configs())
+                                                                       ? lease_keeper::max_tracked_batch
+                                                                       : lease_keeper::max_batch)),
           key_watch_(key_watch::make(nodes_, wakeups_,
                                      [sink = std::weak_ptr<const log_sink>(log_)](log_level l, std::string_view m) {
                                          if (auto s = sink.lock()) s->log(l, m);

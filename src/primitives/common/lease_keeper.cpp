@@ -73,7 +73,7 @@ void lease_keeper::on_timer()
             }
             auto& batch = batches[{fn, lease->acks().replicas, lease->acks().timeout.count()}];
             batch.push_back(lease);
-            if (batch.size() == max_batch) spawn_batch(std::exchange(batch, {}));
+            if (batch.size() >= batch_size_) spawn_batch(std::exchange(batch, {}));
         } catch (...) {
             lease->declare_lost_from_keeper();
         }
