@@ -25,29 +25,33 @@ std::size_t fan_out_state::unacknowledged() const noexcept
         std::count_if(results.begin(), results.end(), [](const auto& r) { return r && *r == error::replica_acks; }));
 }
 
-std::vector<node_outcome> fan_out_state::outcomes(const std::vector<std::string>& names) const
+void fan_out_state::report(diagnostics& diag, const std::vector<std::string>& names) const
 {
-    std::vector<node_outcome> out(names.size());
+    auto& out = access::nodes(diag);
+    out.resize(names.size());
     for (std::size_t i = 0; i < names.size(); ++i) {
-        out[i].node = names[i];
+        auto& o = out[i];
+        o.node = names[i];
+        o.what = node_outcome::result::pending;
+        o.ec = {};
+        o.message.clear();
         if (!results[i]) continue;  // pending
-        out[i].ec = *results[i];
-        out[i].message = diags[i].message();
+        o.ec = *results[i];
+        o.message = diags[i].message();
         for (const auto& reply : replies[i])
-            if (reply.is_error()) out[i].message = reply.error_text();
+            if (reply.is_error()) o.message = reply.error_text();
         switch (votes[i]) {
             case vote::yes:
-                out[i].what = node_outcome::result::granted;
+                o.what = node_outcome::result::granted;
                 break;
             case vote::no:
-                out[i].what = node_outcome::result::refused;
+                o.what = node_outcome::result::refused;
                 break;
             case vote::error:
-                out[i].what = node_outcome::result::failed;
+                o.what = node_outcome::result::failed;
                 break;
         }
     }
-    return out;
 }
 
 node_set::node_set(const asio::any_io_executor& ex, std::vector<node_config> configs, const node_factory& factory)

@@ -56,8 +56,9 @@ struct fan_out_state {
     bool answered(std::size_t i) const noexcept { return results[i].has_value(); }
     /// The nodes whose yes too few replicas acknowledged (error::replica_acks): error votes in the tally.
     std::size_t unacknowledged() const noexcept;
-    /// Per-node report for diagnostics (`names`: each node's name).
-    std::vector<node_outcome> outcomes(const std::vector<std::string>& names) const;
+    /// Writes the per-node report into `diag` (`names`: each node's name), in place: a diagnostics reused across
+    /// calls keeps its storage.
+    void report(diagnostics& diag, const std::vector<std::string>& names) const;
 };
 
 class node_set {

@@ -31,7 +31,7 @@ struct access {
 
     static void set_client_message(diagnostics& d, std::string text) { d.client_message_ = std::move(text); }
     static void set_server_message(diagnostics& d, std::string text) { d.server_message_ = std::move(text); }
-    static void set_nodes(diagnostics& d, std::vector<node_outcome> nodes) { d.nodes_ = std::move(nodes); }
+    static std::vector<node_outcome>& nodes(diagnostics& d) noexcept { return d.nodes_; }
     static wait_summary& waiting(diagnostics& d) { return d.waiting_; }
 };
 

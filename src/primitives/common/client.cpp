@@ -25,7 +25,7 @@ asio::awaitable<std::tuple<error_code>> client_impl::connect(std::shared_ptr<cli
     if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted)};
     const bool reached = result->tally.decide() == quorum_tally::decision::reached;
     if (diag) {
-        access::set_nodes(*diag, result->outcomes(nodes.names()));
+        result->report(*diag, nodes.names());
         if (!reached)
             access::set_client_message(
                 *diag, std::to_string(result->tally.errors()) + " of " + std::to_string(nodes.size()) +

@@ -30,7 +30,11 @@ std::shared_ptr<key_watch> key_watch::make(std::shared_ptr<node_set> nodes, std:
 
 void key_watch::add(const std::shared_ptr<lease_state>& lease)
 {
-    for (const auto& key : lease->keys()) leases_[key].push_back(lease);
+    for (const auto& key : lease->keys()) {
+        auto [at, added] = leases_.try_emplace(key);
+        if (!added && at->second.empty()) --unused_;  // a key locked again: its entry and list are reused
+        at->second.push_back(lease);
+    }
     ++watched_;
 }
 
@@ -40,13 +44,20 @@ void key_watch::remove(const lease_state& lease)
         auto at = leases_.find(key);
         if (at == leases_.end()) continue;
         auto& list = at->second;
+        const bool was_used = !list.empty();
         std::erase_if(list, [&](const std::weak_ptr<lease_state>& w) {
             auto l = w.lock();
             return !l || l.get() == &lease;
         });
-        if (list.empty()) leases_.erase(at);
+        if (was_used && list.empty()) ++unused_;
     }
     if (watched_ > 0) --watched_;
+    // Entries of keys no longer held stay for the next lock of the same key (no allocation then), as long as they
+    // are not the most: then those of every key not held go.
+    if (unused_ > std::max<std::size_t>(kept_unused, watched_)) {
+        std::erase_if(leases_, [](const auto& entry) { return entry.second.empty(); });
+        unused_ = 0;
+    }
 }
 
 void key_watch::on_news(std::size_t node, const tracking_news& news)

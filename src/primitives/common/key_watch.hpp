@@ -48,8 +48,12 @@ private:
     std::shared_ptr<node_set> nodes_;
     std::weak_ptr<release_wakeups> wakeups_;
     logger log_;
-    std::unordered_map<std::string, std::vector<std::weak_ptr<lease_state>>> leases_;  // by key
+    /// Entries of keys no longer held kept for reuse, at least (more while more leases are held).
+    static constexpr std::size_t kept_unused = 1024;
+
+    std::unordered_map<std::string, std::vector<std::weak_ptr<lease_state>>> leases_;  // by key; lists may be empty
     std::size_t watched_ = 0;
+    std::size_t unused_ = 0;          // entries whose list is empty
     std::vector<bool> refusal_told_;  // per node: its refusal was logged (once per client)
 };
 

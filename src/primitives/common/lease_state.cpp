@@ -65,7 +65,6 @@ void lease_state::start()
 {
     schedule_next();
     if (protocol_.tracked && status_ == status::held) {
-        named_nodes_.assign(client_->nodes().size(), false);
         client_->watched_keys().add(shared_from_this());
         keys_watched_ = true;
     }
@@ -80,7 +79,8 @@ void lease_state::unwatch_keys()
 
 void lease_state::on_key_news(std::size_t node)
 {
-    if (status_ != status::held || node >= named_nodes_.size()) return;
+    if (status_ != status::held || !keys_watched_ || node >= client_->nodes().size()) return;
+    if (named_nodes_.empty()) named_nodes_.assign(client_->nodes().size(), false);  // at the first news: rare
     named_nodes_[node] = true;
     if (checking_) return;
     checking_ = true;
@@ -261,7 +261,7 @@ asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state
 error_code lease_state::conclude_extension(clock::time_point start, std::shared_ptr<fan_out_state> result,
                                            diagnostics* diag, bool late_answers)
 {
-    if (diag) access::set_nodes(*diag, result->outcomes(client_->nodes().names()));
+    if (diag) result->report(*diag, client_->nodes().names());
     if (status_ != status::held) return make_error_code(status_ == status::lost ? error::lost : error::not_owner);
     if (result->cancelled) return make_error_code(asio::error::operation_aborted);
     const auto outcome = decide_extend(result->tally, result->expired, clock::now() >= valid_until());
@@ -368,7 +368,7 @@ asio::awaitable<std::tuple<error_code>> lease_state::release(std::shared_ptr<lea
     auto result = co_await self->client_->nodes().fan_out(self->release_request(), self->spec_.routing_key(),
                                                           self->protocol_.released, self->quorum_, until::all_answered);
     if (diag) {
-        access::set_nodes(*diag, result->outcomes(self->client_->nodes().names()));
+        result->report(*diag, self->client_->nodes().names());
         if (was_lost) access::set_client_message(*diag, "the lease had been lost: " + self->lost_why_);
     }
     if (result->cancelled && !was_lost) co_return std::tuple{make_error_code(asio::error::operation_aborted)};

@@ -249,7 +249,7 @@ asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(const lock_ca
         for_want_of_acks(decide_commit(result->tally, result->expired, until - clock::now(), call.options.min_validity),
                          result->tally, result->unacknowledged());
     if (failure && call.diag) {
-        access::set_nodes(*call.diag, result->outcomes(nodes.names()));
+        result->report(*call.diag, nodes.names());
         access::set_client_message(*call.diag,
                                    "a quorum granted the lock, but fencing token " + std::to_string(fence) +
                                        " was not committed on a quorum in time: " + acks_text(call.acks, *result) +
@@ -274,7 +274,7 @@ asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call
         co_return out;
     }
     const auto until = valid_until(start, o.ttl, o.drift_factor);
-    if (call->diag) access::set_nodes(*call->diag, result->outcomes(nodes.names()));
+    if (call->diag) result->report(*call->diag, nodes.names());
     out.failure = result->expired && result->tally.decide() == quorum_tally::decision::pending
                       ? make_error_code(error::no_quorum)  // nodes that ignored their deadline
                       : decide_acquire(result->tally, until - clock::now(), o.min_validity);

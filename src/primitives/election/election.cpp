@@ -69,7 +69,7 @@ asio::awaitable<error_code> proclaim_on_nodes(std::shared_ptr<leadership_state> 
         const auto deadline = clock::now() + req->timeout() + node_set::backstop_margin;
         result = co_await node_set::outcome(std::move(result), until::all_answered, deadline);
     }
-    if (diag) access::set_nodes(*diag, result->outcomes(nodes.names()));
+    if (diag) result->report(*diag, nodes.names());
     if (result->cancelled) co_return make_error_code(asio::error::operation_aborted);
     const auto& tally = result->tally;
     if (tally.decide() != quorum_tally::decision::reached) {

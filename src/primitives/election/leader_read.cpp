@@ -34,7 +34,7 @@ asio::awaitable<leader_read> read_leader_once(std::shared_ptr<client_impl> clien
         views.push_back(election_scripts::read_view(
             result->answered(i), result->answered(i) ? *result->results[i] : error_code{}, result->replies[i]));
     out.decision = decide_leader(views, nodes.majority());
-    if (diag) access::set_nodes(*diag, result->outcomes(nodes.names()));
+    if (diag) result->report(*diag, nodes.names());
     out.ec = read_outcome(out.decision.answered, nodes.size(), nodes.majority(), diag);
     if (!out.ec && !out.decision.decided) {
         if (diag)

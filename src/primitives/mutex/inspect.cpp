@@ -73,7 +73,7 @@ asio::awaitable<std::tuple<error_code, lock_inspection>> inspect(std::shared_ptr
                 ? view_of(nodes.names()[i], *result->results[i], result->replies[i], result->diags[i])
                 : node_lock_view{nodes.names()[i], make_error_code(error::timeout), "no answer", {}, {}, {}});
     }
-    if (diag) access::set_nodes(*diag, result->outcomes(nodes.names()));
+    if (diag) result->report(*diag, nodes.names());
     co_return std::tuple{read_outcome(out.reachable(), nodes.size(), out.quorum, diag), std::move(out)};
 }
 

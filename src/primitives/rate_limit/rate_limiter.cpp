@@ -78,7 +78,7 @@ asio::awaitable<result> acquire(std::shared_ptr<redis_impl> store, std::string k
     for (;;) {
         auto call = co_await store->call(req, key, rate_scripts::classify_decision);
         if (call->cancelled) co_return aborted();
-        if (diag) access::set_nodes(*diag, call->outcomes(store->names()));
+        if (diag) call->report(*diag, store->names());
         auto [ec, decision] = read_answer(*call, diag);
         if (!waits) co_return result{ec, decision.value_or(rate_decision{})};
 

@@ -193,7 +193,7 @@ asio::awaitable<std::tuple<error_code>> set_limit(std::shared_ptr<client_impl> c
         name, limit, random_token() + ":limit", o.ttl + semaphore_scripts::key_margin, o.node_timeout));
     auto result = co_await nodes.fan_out(change, name, answered, nodes.size(), until::all_answered);
     if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted)};
-    if (diag) access::set_nodes(*diag, result->outcomes(nodes.names()));
+    if (diag) result->report(*diag, nodes.names());
     if (result->tally.yes() == nodes.size()) co_return std::tuple{error_code{}};
     if (diag)
         access::set_client_message(*diag, "the limit was set on " + std::to_string(result->tally.yes()) + " of " +

@@ -132,7 +132,7 @@ asio::awaitable<std::tuple<error_code, semaphore_inspection>> inspect(std::share
         }
     }
     out.quorum = out.limit >= 1 ? permit_quorum(nodes.size(), static_cast<std::size_t>(out.limit)) : nodes.size();
-    if (diag) access::set_nodes(*diag, result->outcomes(nodes.names()));
+    if (diag) result->report(*diag, nodes.names());
     co_return std::tuple{read_outcome(out.reachable(), nodes.size(), out.quorum, diag), std::move(out)};
 }
 
