@@ -22,9 +22,11 @@
 
 namespace redlock::detail {
 
-/// The strands of make_strand_of over an io_context, without and with outstanding work (`prefer`'s result).
+/// An io_context's executor with outstanding work (`prefer`'s result), and the strands of make_strand_of over an
+/// io_context, without and with outstanding work.
+using tracked_io_executor = boost::asio::io_context::basic_executor_type<std::allocator<void>, 4>;
 using io_strand = boost::asio::strand<boost::asio::io_context::executor_type>;
-using tracked_io_strand = boost::asio::strand<boost::asio::io_context::basic_executor_type<std::allocator<void>, 4>>;
+using tracked_io_strand = boost::asio::strand<tracked_io_executor>;
 
 template <class... Ts>
 class pending_completion {
@@ -34,36 +36,57 @@ public:
     pending_completion() = default;
     /// A handler without an executor of its own completes on `fallback`, the I/O object's executor.
     pending_completion(handler_type handler, const boost::asio::any_io_executor& fallback)
-        : io_executor_(fallback),
-          slot_(boost::asio::get_associated_cancellation_slot(handler)),
-          work_(boost::asio::prefer(boost::asio::get_associated_executor(handler, fallback),
-                                    boost::asio::execution::outstanding_work.tracked)),
-          handler_(std::move(handler))
-    {}
+        : slot_(boost::asio::get_associated_cancellation_slot(handler)), handler_(std::move(handler))
+    {
+        auto executor = boost::asio::get_associated_executor(handler_, fallback);
+        if (!post_directly_to(executor)) {
+            io_executor_ = fallback;
+            work_ = boost::asio::prefer(executor, boost::asio::execution::outstanding_work.tracked);
+        }
+    }
 
     boost::asio::cancellation_slot slot() const noexcept { return slot_; }
     explicit operator bool() const noexcept { return static_cast<bool>(handler_); }
 
     void complete(error_code ec, Ts... values)
     {
-        auto work = std::move(work_);
         auto run = [handler = std::move(handler_), slot = slot_, ec, ... values = std::move(values)]() mutable {
             if (slot.is_connected()) slot.clear();  // on the caller's executor, where it emits
             std::move(handler)(ec, std::move(values)...);
         };
-        // A handler bound to a strand of ours (every node exec's, see with_concrete_strand) is posted to it: one
-        // hop. Any other is posted through the I/O executor (so never inline), then run on the handler's executor
-        // (a type-erased completion executor cannot be posted to directly).
-        if (const auto* strand = work.template target<tracked_io_strand>())
-            return boost::asio::post(*strand, std::move(run));
+        if (direct_) {
+            auto direct = std::move(direct_);
+            return boost::asio::post(direct, std::move(run));
+        }
+        // Posted through the I/O executor (so never inline), then run on the handler's executor (a type-erased
+        // completion executor cannot be posted to directly).
+        auto work = std::move(work_);
         boost::asio::post(io_executor_, boost::asio::bind_executor(work, std::move(run)));
     }
 
 private:
-    boost::asio::any_io_executor io_executor_;
+    // A handler whose executor is an io_context's, or a strand of one (every node exec's, see
+    // with_concrete_strand; a coroutine's on either), is posted to it: one hop, and its work is tracked in place
+    // (prefer on the type-erased completion executor copies it into a shared allocation).
+    bool post_directly_to(const boost::asio::any_completion_executor& executor)
+    {
+        using boost::asio::execution::outstanding_work;
+        if (const auto* s = executor.target<io_strand>())
+            direct_ = boost::asio::prefer(*s, outstanding_work.tracked);
+        else if (const auto* t = executor.target<tracked_io_strand>())
+            direct_ = *t;
+        else if (const auto* io = executor.target<boost::asio::io_context::executor_type>())
+            direct_ = boost::asio::prefer(*io, outstanding_work.tracked);
+        else if (const auto* tracked = executor.target<tracked_io_executor>())
+            direct_ = *tracked;
+        return static_cast<bool>(direct_);
+    }
+
     boost::asio::cancellation_slot slot_;
-    boost::asio::any_completion_executor work_;
     handler_type handler_;
+    boost::asio::any_io_executor direct_;  // with outstanding work, or empty
+    boost::asio::any_io_executor io_executor_;
+    boost::asio::any_completion_executor work_;
 };
 
 /// The executor that runs a component's handlers one at a time: a strand. Type-erased, so that over an
@@ -74,10 +97,8 @@ using strand_type = boost::asio::any_io_executor;
 /// A new strand over `ex`.
 inline strand_type make_strand_of(const boost::asio::any_io_executor& ex)
 {
-    using plain = boost::asio::io_context::executor_type;
-    using tracked = boost::asio::io_context::basic_executor_type<std::allocator<void>, 4>;  // outstanding work
-    if (const auto* io = ex.target<plain>()) return boost::asio::make_strand(*io);
-    if (const auto* io = ex.target<tracked>()) return boost::asio::make_strand(*io);
+    if (const auto* io = ex.target<boost::asio::io_context::executor_type>()) return boost::asio::make_strand(*io);
+    if (const auto* io = ex.target<tracked_io_executor>()) return boost::asio::make_strand(*io);
     return boost::asio::make_strand(ex);
 }
 

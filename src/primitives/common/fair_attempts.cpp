@@ -98,7 +98,7 @@ acquire_answer read_queue_answer(error_code ec, const response& resp)
 
 void fair_plan(const lock_call& call, acquire_plan& plan)
 {
-    plan.wake_token = call.lease.token;
+    plan.wake_token = call.lease().token;
     plan.max_pause = call.options.waiter_ttl / 3;
 }
 
@@ -112,8 +112,8 @@ attempt_fn fair_attempts(std::shared_ptr<const lock_call> call, bool waits)
 void leave_queue(const lock_call& call)
 {
     call.client->nodes().send_to_all(std::make_shared<const request>(call.kind->protocol->release(
-                                         call.lease, call.lease.token + ":left", call.options.node_timeout)),
-                                     call.lease.routing_key());
+                                         call.lease(), call.lease().token + ":left", call.options.node_timeout)),
+                                     call.lease().routing_key());
 }
 
 }  // namespace redlock::detail

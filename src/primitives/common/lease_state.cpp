@@ -18,9 +18,9 @@ namespace redlock::detail {
 namespace asio = boost::asio;
 using ms = std::chrono::milliseconds;
 
-lease_state::lease_state(std::shared_ptr<client_impl> client, const lease_protocol& protocol, lease_spec spec,
-                         std::size_t quorum, lease_timing timing, std::uint64_t fencing_token,
-                         clock::time_point granted_at, clock::time_point valid_until)
+lease_state::lease_state(std::shared_ptr<client_impl> client, const lease_protocol& protocol,
+                         std::shared_ptr<const lease_spec> spec, std::size_t quorum, lease_timing timing,
+                         std::uint64_t fencing_token, clock::time_point granted_at, clock::time_point valid_until)
     : client_(std::move(client)),
       protocol_(protocol),
       spec_(std::move(spec)),
@@ -36,7 +36,7 @@ lease_state::lease_state(std::shared_ptr<client_impl> client, const lease_protoc
 const std::shared_ptr<const request>& lease_state::extend_request()
 {
     if (!extend_request_) {
-        auto req = protocol_.extend(spec_, timing_.ttl, timing_.node_timeout);
+        auto req = protocol_.extend(*spec_, timing_.ttl, timing_.node_timeout);
         extend_request_ = std::make_shared<const request>(timing_.acks.on() ? acknowledged(req, timing_.acks) : req);
     }
     return extend_request_;
@@ -46,7 +46,7 @@ const std::shared_ptr<const request>& lease_state::release_request()
 {
     if (!release_request_)  // release id: the token and attempt 0 (attempts that failed use their number)
         release_request_ =
-            std::make_shared<const request>(protocol_.release(spec_, spec_.token + ":0", timing_.node_timeout));
+            std::make_shared<const request>(protocol_.release(*spec_, spec_->token + ":0", timing_.node_timeout));
     return release_request_;
 }
 
@@ -54,7 +54,7 @@ const std::shared_ptr<const request>& lease_state::check_request()
 {
     if (!check_request_) {
         request req;
-        for (const auto& key : spec_.keys) req.push("GET", key);  // a read: the node tracks the keys again
+        for (const auto& key : spec_->keys) req.push("GET", key);  // a read: the node tracks the keys again
         req.set_timeout(timing_.node_timeout.count() > 0 ? timing_.node_timeout : ms(1000));
         check_request_ = std::make_shared<const request>(std::move(req));
     }
@@ -98,14 +98,14 @@ asio::awaitable<void> lease_state::check_named_nodes(std::shared_ptr<lease_state
             *at = false;
             const auto i = static_cast<std::size_t>(at - named.begin());
             auto read = co_await fan_out_to_one(nodes.at(i), nodes.strand(), self->check_request(),
-                                                self->spec_.routing_key(), answered);
+                                                self->spec_->routing_key(), answered);
             // Ours there, or no answer (the node is down or slow: its next session says `all`, the next extension
             // tells meanwhile), or an error reply (LOADING after a restart with persistence): nothing known lost.
             if (!read->answered(0) || *read->results[0] || !self->gone_from(read->replies[0])) continue;
             if (self->status_ != status::held) break;
             // Gone there, or another owner's: is it still held on enough nodes that a quorum may hold it? The
             // next extension repairs a minority that lost it, as it would without tracking.
-            auto all = co_await nodes.fan_out(self->check_request(), self->spec_.routing_key(), answered, nodes.size(),
+            auto all = co_await nodes.fan_out(self->check_request(), self->spec_->routing_key(), answered, nodes.size(),
                                               until::all_answered);
             std::size_t gone = 0;
             for (std::size_t j = 0; j < nodes.size(); ++j)
@@ -123,10 +123,10 @@ asio::awaitable<void> lease_state::check_named_nodes(std::shared_ptr<lease_state
 
 bool lease_state::gone_from(const response& replies) const
 {
-    if (replies.size() != spec_.keys.size()) return false;
+    if (replies.size() != spec_->keys.size()) return false;
     if (std::any_of(replies.begin(), replies.end(), [](const resp::value& v) { return v.is_error(); })) return false;
     return !std::all_of(replies.begin(), replies.end(), [&](const resp::value& v) {
-        return v.data_type == resp::type::bulk_string && v.text == spec_.key_value;
+        return v.data_type == resp::type::bulk_string && v.text == spec_->key_value;
     });
 }
 
@@ -198,7 +198,7 @@ asio::awaitable<void> lease_state::extend_batch(std::vector<std::shared_ptr<leas
         auto deadline = clock::time_point::max();
         auto node_timeout = ms::max();
         for (const auto& l : leases) {
-            entries.push_back({&l->spec_, l->timing_.ttl});
+            entries.push_back({l->spec_.get(), l->timing_.ttl});
             deadline = std::min(deadline, l->valid_until());
             node_timeout = std::min(node_timeout, l->timing_.node_timeout);
         }
@@ -253,7 +253,7 @@ asio::awaitable<error_code> lease_state::extend_once(std::shared_ptr<lease_state
     // failure waits for a quorum's answers (or every node's) when it can: "another owner holds it" (not_owner)
     // must not read as "too few answered" because a node down answered first.
     auto result = co_await self->client_->nodes().fan_out(
-        self->extend_request(), self->spec_.routing_key(), self->protocol_.extended, self->quorum_,
+        self->extend_request(), self->spec_->routing_key(), self->protocol_.extended, self->quorum_,
         until::quorum_answered, self->valid_until(), self->timing_.acks);
     co_return self->conclude_extension(start, std::move(result), diag, true);
 }
@@ -344,8 +344,8 @@ asio::awaitable<void> lease_state::repair(std::shared_ptr<lease_state> self, std
     if (!lost.empty())
         self->client_->nodes().send_to(lost,
                                        std::make_shared<const request>(self->protocol_.repair(
-                                           self->spec_, self->timing_.ttl, self->timing_.node_timeout)),
-                                       self->spec_.routing_key());
+                                           *self->spec_, self->timing_.ttl, self->timing_.node_timeout)),
+                                       self->spec_->routing_key());
 }
 
 asio::awaitable<std::tuple<error_code>> lease_state::extend(std::shared_ptr<lease_state> self, diagnostics* diag)
@@ -365,7 +365,7 @@ asio::awaitable<std::tuple<error_code>> lease_state::release(std::shared_ptr<lea
     if (diag) diag->clear();
     const bool was_lost = self->status_ == status::lost;
     if (!self->stop_holding()) co_return std::tuple{error_code{}};  // idempotent
-    auto result = co_await self->client_->nodes().fan_out(self->release_request(), self->spec_.routing_key(),
+    auto result = co_await self->client_->nodes().fan_out(self->release_request(), self->spec_->routing_key(),
                                                           self->protocol_.released, self->quorum_, until::all_answered);
     if (diag) {
         result->report(*diag, self->client_->nodes().names());
@@ -390,7 +390,7 @@ bool lease_state::stop_holding()
 void lease_state::release_in_background()
 {
     if (!stop_holding()) return;
-    client_->nodes().send_to_all(release_request(), spec_.routing_key());
+    client_->nodes().send_to_all(release_request(), spec_->routing_key());
 }
 
 bool lease_state::hand_over()
@@ -425,7 +425,7 @@ void lease_state::declare_lost(std::string why)
     lost_why_ = std::move(why);
     lost_.store(true, std::memory_order_relaxed);
     client_->counters().loss();
-    client_->log(log_level::warning, "lease of " + spec_.routing_key() + " lost: " + lost_why_);
+    client_->log(log_level::warning, "lease of " + spec_->routing_key() + " lost: " + lost_why_);
     unschedule();
     unwatch_keys();
     finish_waiters(error::lost);

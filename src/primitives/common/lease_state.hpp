@@ -27,15 +27,15 @@ public:
 
     /// `protocol` is a constant of the primitive's (it must outlive the lease); `quorum`: the yes votes an
     /// extension or a release needs (the grant's).
-    lease_state(std::shared_ptr<client_impl> client, const lease_protocol& protocol, lease_spec spec,
-                std::size_t quorum, lease_timing timing, std::uint64_t fencing_token, clock::time_point granted_at,
-                clock::time_point valid_until);
+    lease_state(std::shared_ptr<client_impl> client, const lease_protocol& protocol,
+                std::shared_ptr<const lease_spec> spec, std::size_t quorum, lease_timing timing,
+                std::uint64_t fencing_token, clock::time_point granted_at, clock::time_point valid_until);
 
-    const lease_spec& spec() const noexcept { return spec_; }
+    const lease_spec& spec() const noexcept { return *spec_; }
     /// The kind of lease this is (a primitive's constant).
     const lease_protocol& protocol() const noexcept { return protocol_; }
-    const std::vector<std::string>& keys() const noexcept { return spec_.keys; }
-    const std::string& token() const noexcept { return spec_.token; }
+    const std::vector<std::string>& keys() const noexcept { return spec_->keys; }
+    const std::string& token() const noexcept { return spec_->token; }
     std::uint64_t fencing_token() const noexcept { return fencing_token_; }
     clock::time_point valid_until() const noexcept
     {
@@ -137,7 +137,7 @@ private:
 
     std::shared_ptr<client_impl> client_;
     const lease_protocol& protocol_;
-    lease_spec spec_;
+    std::shared_ptr<const lease_spec> spec_;  // shared with the lock call that granted it: no copy per grant
     std::size_t quorum_;
     std::shared_ptr<const request> extend_request_;
     std::shared_ptr<const request> release_request_;

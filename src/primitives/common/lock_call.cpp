@@ -25,9 +25,27 @@ void lock_call::release_attempt(std::uint64_t n, const fan_out_state& attempt) c
     if (maybe_granted.empty()) return;
     client->nodes().send_to(
         maybe_granted,
-        std::make_shared<const request>(kind->clean_up(lease, clean_up_id(lease.token, n), options.node_timeout)),
-        lease.routing_key());
+        std::make_shared<const request>(kind->clean_up(lease(), clean_up_id(lease().token, n), options.node_timeout)),
+        lease().routing_key());
 }
+
+namespace {
+// The kind's quorum_from applied again as answers come in: each pass waits for answers the new quorum still needs;
+// answers only accumulate, so it ends.
+asio::awaitable<std::shared_ptr<fan_out_state>> requorum(std::shared_ptr<const lock_call> call,
+                                                         asio::awaitable<std::shared_ptr<fan_out_state>> first,
+                                                         until wait_for, clock::time_point deadline)
+{
+    auto result = co_await std::move(first);
+    while (!result->cancelled && !result->expired) {
+        const auto q = call->kind->quorum_from(*call, *result);
+        if (q == result->tally.quorum()) break;
+        result->tally.set_quorum(q);
+        result = co_await node_set::outcome(std::move(result), wait_for, deadline);
+    }
+    co_return result;
+}
+}  // namespace
 
 asio::awaitable<std::shared_ptr<fan_out_state>> fan_out_acquire(std::shared_ptr<const lock_call> call,
                                                                 std::shared_ptr<const request> acquire, until wait_for)
@@ -37,16 +55,11 @@ asio::awaitable<std::shared_ptr<fan_out_state>> fan_out_acquire(std::shared_ptr<
     if (call->acks.on()) acquire = std::make_shared<const request>(acknowledged(*acquire, call->acks));
     const auto deadline = clock::now() + acquire->timeout() + node_set::backstop_margin;
     const auto& kind = *call->kind;
-    auto result = co_await nodes.fan_out(acquire, call->lease.routing_key(), kind.vote, call->quorum, wait_for,
-                                         clock::time_point::max(), call->acks);
-    // Each pass waits for answers the new quorum still needs; answers only accumulate, so it ends.
-    while (kind.quorum_from && !result->cancelled && !result->expired) {
-        const auto q = kind.quorum_from(*call, *result);
-        if (q == result->tally.quorum()) break;
-        result->tally.set_quorum(q);
-        result = co_await node_set::outcome(std::move(result), wait_for, deadline);
-    }
-    co_return result;
+    auto first = nodes.fan_out(acquire, call->lease().routing_key(), kind.vote, call->quorum, wait_for,
+                               clock::time_point::max(), call->acks);
+    // Not a coroutine itself: most kinds need no frame of their own here.
+    if (!kind.quorum_from) return first;
+    return requorum(std::move(call), std::move(first), wait_for, deadline);
 }
 
 namespace {
@@ -55,6 +68,7 @@ asio::awaitable<attempt_result> same_request_attempt(std::shared_ptr<const lock_
 {
     const auto start = clock::now();
     auto result = co_await fan_out_acquire(call, std::move(acquire));
+    if (!call->options.fencing) co_return conclude_unfenced_attempt(call, *result, start, n);
     co_return co_await conclude_attempt(std::move(call), std::move(result), start, n);
 }
 }  // namespace
@@ -98,7 +112,7 @@ acquire_plan make_plan(const lock_call& call, bool one_attempt)
 {
     const auto& o = call.options;
     acquire_plan plan;
-    for (const auto& key : call.lease.keys) {
+    for (const auto& key : call.lease().keys) {
         plan.gate_id.append(key).push_back('\0');
         plan.channels.push_back(release_channel(key));
     }
@@ -137,7 +151,7 @@ std::shared_ptr<lock_call> make_call(std::shared_ptr<client_impl> client, const 
                                                 : fence_step::read;
     call->client = std::move(client);
     call->kind = &kind;
-    call->lease = std::move(lease);
+    call->spec = std::make_shared<const lease_spec>(std::move(lease));
     call->options = o;
     call->acks = acks_of(o);
     call->quorum = quorum;
@@ -145,17 +159,32 @@ std::shared_ptr<lock_call> make_call(std::shared_ptr<client_impl> client, const 
     return call;
 }
 
-asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> run_call(std::shared_ptr<const lock_call> call,
-                                                                               bool one_attempt)
+namespace {
+// The acquire loop of a call that may leave a queue when it fails (a try never joined one).
+asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> run_in_line(std::shared_ptr<const lock_call> call,
+                                                                                  acquire_plan plan,
+                                                                                  attempt_fn attempts)
 {
     // Named, not temporaries inside the co_await: g++ 12 destroys such temporaries twice (a shared_ptr released
     // twice showed it).
+    auto client = call->client;
+    auto outcome = co_await acquire_loop(std::move(client), std::move(plan), std::move(attempts), call->diag);
+    if (std::get<0>(outcome)) leave_queue(*call);
+    co_return outcome;
+}
+}  // namespace
+
+asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> run_call(std::shared_ptr<const lock_call> call,
+                                                                               bool one_attempt)
+{
     const bool waits = !one_attempt && call->options.wait > ms(0);
     auto plan = make_plan(*call, one_attempt);
     auto attempts = call->kind->attempts(call, waits);
-    auto outcome = co_await acquire_loop(call->client, std::move(plan), std::move(attempts), call->diag);
-    if (std::get<0>(outcome) && call->kind->waits_in_line() && waits) leave_queue(*call);  // a try never joined
-    co_return outcome;
+    if (call->kind->waits_in_line() && waits) return run_in_line(std::move(call), std::move(plan), std::move(attempts));
+    // The attempts hold the call; the loop is the call's frame (one frame less per lock).
+    auto* diag = call->diag;
+    auto client = call->client;
+    return acquire_loop(std::move(client), std::move(plan), std::move(attempts), diag);
 }
 
 namespace {
@@ -240,9 +269,9 @@ asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(const lock_ca
 
     const auto fence = highest.next();
     // A token that a promoted replica lacks could be issued twice: the commit waits for the replicas as the grant did.
-    auto commit = std::make_shared<const request>(call.kind->commit(call.lease, fence, call.options.node_timeout));
+    auto commit = std::make_shared<const request>(call.kind->commit(call.lease(), fence, call.options.node_timeout));
     if (call.acks.on()) commit = std::make_shared<const request>(acknowledged(*commit, call.acks));
-    auto result = co_await nodes.fan_out(commit, call.lease.routing_key(), token_lease::classify_commit,
+    auto result = co_await nodes.fan_out(commit, call.lease().routing_key(), token_lease::classify_commit,
                                          nodes.majority(), until::decided, until, call.acks);
     if (result->cancelled) co_return std::tuple{make_error_code(asio::error::operation_aborted), std::uint64_t{0}};
     const auto failure =
@@ -260,57 +289,96 @@ asio::awaitable<std::tuple<error_code, std::uint64_t>> issue_fence(const lock_ca
 
 }  // namespace
 
-asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call> call,
-                                                 std::shared_ptr<fan_out_state> result, clock::time_point start,
-                                                 std::uint64_t n)
-{
-    auto& nodes = call->client->nodes();
-    const auto& o = call->options;
-    const auto& kind = *call->kind;
+namespace {
+
+// What an attempt's answers decide before any fencing token: the failure, if any (with its text in the
+// diagnostics), and what the acquire loop reads of the refusals.
+struct decided_attempt {
     attempt_result out;
-    if (result->cancelled) {
-        call->release_attempt(n, *result);  // a node may have granted already, or may still
-        out.failure = asio::error::operation_aborted;
-        co_return out;
-    }
-    const auto until = valid_until(start, o.ttl, o.drift_factor);
-    if (call->diag) result->report(*call->diag, nodes.names());
-    out.failure = result->expired && result->tally.decide() == quorum_tally::decision::pending
+    answers answered;
+    clock::time_point until;
+};
+
+decided_attempt decide_attempt(const lock_call& call, const fan_out_state& result, clock::time_point start)
+{
+    const auto& o = call.options;
+    const auto& kind = *call.kind;
+    decided_attempt d;
+    auto& out = d.out;
+    d.until = valid_until(start, o.ttl, o.drift_factor);
+    if (call.diag) result.report(*call.diag, call.client->nodes().names());
+    out.failure = result.expired && result.tally.decide() == quorum_tally::decision::pending
                       ? make_error_code(error::no_quorum)  // nodes that ignored their deadline
-                      : decide_acquire(result->tally, until - clock::now(), o.min_validity);
-    out.failure = for_want_of_acks(out.failure, result->tally, result->unacknowledged());
-    const auto answered = read_answers(kind, *result);
-    out.refused = result->tally.no() > 0;
-    out.holder_ttl = shortest_wait(answered);
-    std::string beyond_reach = out.failure && kind.beyond_reach ? kind.beyond_reach(*call, *result) : "";
+                      : decide_acquire(result.tally, d.until - clock::now(), o.min_validity);
+    out.failure = for_want_of_acks(out.failure, result.tally, result.unacknowledged());
+    d.answered = read_answers(kind, result);
+    out.refused = result.tally.no() > 0;
+    out.holder_ttl = shortest_wait(d.answered);
+    std::string beyond_reach = out.failure && kind.beyond_reach ? kind.beyond_reach(call, result) : "";
     if (!beyond_reach.empty()) {
         out.failure = make_error_code(error::exceeds_limit);
         out.conclusive = true;
     }
-    if (out.conclusive && call->diag) {
-        access::set_client_message(*call->diag, std::move(beyond_reach));
-    } else if (out.failure && call->diag) {
+    if (out.conclusive && call.diag) {
+        access::set_client_message(*call.diag, std::move(beyond_reach));
+    } else if (out.failure && call.diag) {
         access::set_client_message(
-            *call->diag, out.failure == error::timeout
-                             ? "a quorum granted, but only after " +
-                                   std::to_string(std::chrono::duration_cast<ms>(clock::now() - start).count()) +
-                                   " ms: the validity left was below the minimum"
-                             : acks_text(call->acks, *result) + tally_text(result->tally, "granted", "refused"));
+            *call.diag, out.failure == error::timeout
+                            ? "a quorum granted, but only after " +
+                                  std::to_string(std::chrono::duration_cast<ms>(clock::now() - start).count()) +
+                                  " ms: the validity left was below the minimum"
+                            : acks_text(call.acks, result) + tally_text(result.tally, "granted", "refused"));
     }
-    std::uint64_t fence = 0;
-    if (!out.failure && o.fencing) std::tie(out.failure, fence) = co_await issue_fence(*call, answered, until);
+    return d;
+}
+
+// The end of a decided attempt: a failed one sends its clean-up, a granted one becomes the lease.
+attempt_result finish_attempt(const std::shared_ptr<const lock_call>& call, const fan_out_state& result,
+                              decided_attempt d, std::uint64_t fence, clock::time_point start, std::uint64_t n)
+{
+    auto& out = d.out;
     if (out.failure) {
-        call->release_attempt(n, *result);  // a late grant may still land on the silent nodes
-        for (std::size_t i = 0; i < result->votes.size(); ++i)
-            if (result->answered(i) && result->votes[i] == vote::yes) out.granted_on.push_back(i);
-        co_return out;
+        call->release_attempt(n, result);  // a late grant may still land on the silent nodes
+        for (std::size_t i = 0; i < result.votes.size(); ++i)
+            if (result.answered(i) && result.votes[i] == vote::yes) out.granted_on.push_back(i);
+        return std::move(out);
     }
+    const auto& o = call->options;
     lease_timing timing{o.ttl, o.drift_factor, o.watchdog, o.extend_interval, o.max_hold, o.node_timeout, call->acks};
     // The lease keeps the quorum it was granted with.
-    out.granted = std::make_shared<lease_state>(call->client, *kind.protocol, call->lease, result->tally.quorum(),
-                                                timing, fence, start, until);
+    out.granted = std::make_shared<lease_state>(call->client, *call->kind->protocol, call->spec, result.tally.quorum(),
+                                                timing, fence, start, d.until);
     out.granted->start();
-    co_return out;
+    return std::move(out);
+}
+
+attempt_result aborted_attempt(const lock_call& call, const fan_out_state& result, std::uint64_t n)
+{
+    call.release_attempt(n, result);  // a node may have granted already, or may still
+    attempt_result out;
+    out.failure = asio::error::operation_aborted;
+    return out;
+}
+
+}  // namespace
+
+attempt_result conclude_unfenced_attempt(const std::shared_ptr<const lock_call>& call, const fan_out_state& result,
+                                         clock::time_point start, std::uint64_t n)
+{
+    if (result.cancelled) return aborted_attempt(*call, result, n);
+    return finish_attempt(call, result, decide_attempt(*call, result, start), 0, start, n);
+}
+
+asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call> call,
+                                                 std::shared_ptr<fan_out_state> result, clock::time_point start,
+                                                 std::uint64_t n)
+{
+    if (result->cancelled) co_return aborted_attempt(*call, *result, n);
+    auto decided = decide_attempt(*call, *result, start);
+    std::uint64_t fence = 0;
+    if (!decided.out.failure && call->options.fencing)
+        std::tie(decided.out.failure, fence) = co_await issue_fence(*call, decided.answered, decided.until);
+    co_return finish_attempt(call, *result, std::move(decided), fence, start, n);
 }
 
 }  // namespace redlock::detail

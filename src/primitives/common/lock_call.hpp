@@ -30,7 +30,8 @@ struct lock_call {
     /// The lease a grant makes: the keys, its token (a reentrant lock: the id of this hold), what the keys hold
     /// while it is ours (the token, or a reentrant lock's owner), a permit's units and the limit the caller names
     /// (a node without one takes it).
-    lease_spec lease;
+    std::shared_ptr<const lease_spec> spec;  ///< shared with the lease a grant makes
+    const lease_spec& lease() const noexcept { return *spec; }
     lock_options options;  ///< checked, with node_timeout set
     fence_step fence = fence_step::none;
     /// Replica acknowledgement of every grant and fencing commit (off unless options.replica_acks > 0).
@@ -78,5 +79,9 @@ attempt_fn same_request_attempts(std::shared_ptr<const lock_call> call, std::sha
 boost::asio::awaitable<attempt_result> conclude_attempt(std::shared_ptr<const lock_call> call,
                                                         std::shared_ptr<fan_out_state> result,
                                                         std::chrono::steady_clock::time_point start, std::uint64_t n);
+
+/// conclude_attempt for a call without fencing, which has nothing to wait for: no coroutine frame.
+attempt_result conclude_unfenced_attempt(const std::shared_ptr<const lock_call>& call, const fan_out_state& result,
+                                         std::chrono::steady_clock::time_point start, std::uint64_t n);
 
 }  // namespace redlock::detail

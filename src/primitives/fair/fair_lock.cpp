@@ -12,7 +12,7 @@ namespace {
 request fair_lock_acquire(const lock_call& call, std::uint64_t ticket, bool take_ticket)
 {
     const auto& o = call.options;
-    return fair_scripts::acquire_request(call.lease.routing_key(), call.lease.token, o.ttl, o.waiter_ttl, ticket,
+    return fair_scripts::acquire_request(call.lease().routing_key(), call.lease().token, o.ttl, o.waiter_ttl, ticket,
                                          take_ticket, call.fence, o.node_timeout);
 }
 

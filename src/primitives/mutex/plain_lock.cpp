@@ -21,7 +21,7 @@ struct plain_lock {
     {
         if (!script_acquire_)
             script_acquire_ = std::make_shared<const request>(plain_scripts::acquire_request(
-                call->lease.keys, call->lease.token, call->options.ttl, call->options.node_timeout, call->fence));
+                call->lease().keys, call->lease().token, call->options.ttl, call->options.node_timeout, call->fence));
         return script_acquire_;
     }
 
@@ -29,32 +29,31 @@ private:
     mutable std::shared_ptr<const request> script_acquire_;
 };
 
-// Sends attempt n's acquire to every node. The first attempt of a plain lock uses SET NX GET (a script costs
-// the server several times more); later attempts run the script, whose re-grant of our own token is idempotent
-// (a grant of an earlier attempt may have survived its clean-up). A node that rejects the SET (a server older
-// than its version told, an ACL without PTTL, a proxy) turns the client to scripts; unless a quorum granted
-// anyway, the attempt goes on with the script at once (it re-grants our token where the SET granted, and a
-// failed attempt releases everywhere as always).
-asio::awaitable<std::shared_ptr<fan_out_state>> acquire_on_nodes(const plain_lock& lock, std::uint64_t n)
-{
-    const auto& call = *lock.call;
-    if (n == 1 && lock.set_acquire && call.client->plain_acquire_usable()) {
-        auto result = co_await fan_out_acquire(lock.call, lock.set_acquire);
-        bool rejected = false;
-        for (std::size_t i = 0; i < result->replies.size(); ++i)  // only answered nodes: the others still write
-            rejected = rejected || (result->answered(i) && plain_scripts::set_acquire_rejected(result->replies[i]));
-        if (result->cancelled || !rejected) co_return result;
-        call.client->reject_plain_acquire();
-        call.client->log(log_level::info, "a node rejected the plain SET NX acquire: this client acquires by script");
-        if (result->tally.decide() == quorum_tally::decision::reached) co_return result;
-    }
-    co_return co_await fan_out_acquire(lock.call, lock.script_acquire());
-}
-
+// Attempt n: its acquire to every node, then the common conclusion. The first attempt of a plain lock uses SET NX GET
+// (a script costs the server several times more); later attempts run the script, whose re-grant of our own token is
+// idempotent (a grant of an earlier attempt may have survived its clean-up). A node that rejects the SET (a server
+// older than its version told, an ACL without PTTL, a proxy) turns the client to scripts; unless a quorum granted
+// anyway, the attempt goes on with the script at once (it re-grants our token where the SET granted, and a failed
+// attempt releases everywhere as always). One coroutine frame per attempt: this is every lock's path.
 asio::awaitable<attempt_result> attempt(std::shared_ptr<const plain_lock> lock, std::uint64_t n)
 {
     const auto start = clock::now();
-    auto result = co_await acquire_on_nodes(*lock, n);
+    const auto& call = *lock->call;
+    std::shared_ptr<fan_out_state> result;
+    if (n == 1 && lock->set_acquire && call.client->plain_acquire_usable()) {
+        result = co_await fan_out_acquire(lock->call, lock->set_acquire);
+        bool rejected = false;
+        for (std::size_t i = 0; i < result->replies.size(); ++i)  // only answered nodes: the others still write
+            rejected = rejected || (result->answered(i) && plain_scripts::set_acquire_rejected(result->replies[i]));
+        if (!result->cancelled && rejected) {
+            call.client->reject_plain_acquire();
+            call.client->log(log_level::info,
+                             "a node rejected the plain SET NX acquire: this client acquires by script");
+            if (result->tally.decide() != quorum_tally::decision::reached) result = nullptr;
+        }
+    }
+    if (!result) result = co_await fan_out_acquire(lock->call, lock->script_acquire());
+    if (!call.options.fencing) co_return conclude_unfenced_attempt(lock->call, *result, start, n);
     co_return co_await conclude_attempt(lock->call, std::move(result), start, n);
 }
 
@@ -64,10 +63,10 @@ attempt_fn plain_attempts(std::shared_ptr<const lock_call> call, bool)
     // A node whose server is not known yet (not connected) gets the SET too: if it lacks it, its syntax error
     // turns the client to scripts (acquire_on_nodes).
     const auto& o = call->options;
-    if (call->lease.keys.size() == 1 && call->fence == fence_step::none &&
+    if (call->lease().keys.size() == 1 && call->fence == fence_step::none &&
         call->client->nodes().none_known_lacking(&server_identity::has_set_nx_get))
-        lock->set_acquire = std::make_shared<const request>(
-            plain_scripts::set_acquire_request(call->lease.routing_key(), call->lease.token, o.ttl, o.node_timeout));
+        lock->set_acquire = std::make_shared<const request>(plain_scripts::set_acquire_request(
+            call->lease().routing_key(), call->lease().token, o.ttl, o.node_timeout));
     lock->call = std::move(call);
     return [lock = std::shared_ptr<const plain_lock>(std::move(lock))](std::uint64_t n) { return attempt(lock, n); };
 }

@@ -12,7 +12,7 @@ namespace {
 attempt_fn reentrant_attempts(std::shared_ptr<const lock_call> call, bool)
 {
     // The same request every attempt: the same hold id, so a retry that lands twice adds one hold.
-    const auto& lease = call->lease;
+    const auto& lease = call->lease();
     auto acquire = std::make_shared<const request>(reentrant_scripts::acquire_request(
         lease.routing_key(), lease.key_value, lease.token, call->options.ttl, call->options.node_timeout, call->fence));
     return same_request_attempts(std::move(call), std::move(acquire));

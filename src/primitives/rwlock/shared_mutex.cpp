@@ -56,7 +56,7 @@ attempt_fn read_attempts(std::shared_ptr<const lock_call> call, bool)
 {
     const auto& o = call->options;
     auto acquire = std::make_shared<const request>(
-        rwlock_scripts::read_acquire_request(call->lease.routing_key(), call->lease.token, o.ttl, o.node_timeout));
+        rwlock_scripts::read_acquire_request(call->lease().routing_key(), call->lease().token, o.ttl, o.node_timeout));
     return same_request_attempts(std::move(call), std::move(acquire));
 }
 
@@ -75,7 +75,7 @@ attempt_fn write_attempts(std::shared_ptr<const lock_call> call, bool waits)
 {
     const auto& o = call->options;
     auto acquire = std::make_shared<const request>(rwlock_scripts::write_acquire_request(
-        call->lease.routing_key(), call->lease.token, o.ttl, o.waiter_ttl, waits, call->fence, o.node_timeout));
+        call->lease().routing_key(), call->lease().token, o.ttl, o.waiter_ttl, waits, call->fence, o.node_timeout));
     return [call = std::move(call), acquire = std::move(acquire), waits](std::uint64_t n) {
         return write_attempt(call, acquire, waits, n);
     };
@@ -86,7 +86,7 @@ attempt_fn upgrade_attempts(std::shared_ptr<const lock_call> call, bool)
 {
     const auto& o = call->options;
     auto acquire = std::make_shared<const request>(rwlock_scripts::write_acquire_request(
-        call->lease.routing_key(), call->lease.token, o.ttl, o.waiter_ttl, false, call->fence, o.node_timeout));
+        call->lease().routing_key(), call->lease().token, o.ttl, o.waiter_ttl, false, call->fence, o.node_timeout));
     return same_request_attempts(std::move(call), std::move(acquire));
 }
 

@@ -35,7 +35,7 @@ std::size_t quorum_from_reports(const lock_call& call, const fan_out_state& answ
         if (auto limit = call.kind->read_answer(*answers.results[i], answers.replies[i]).limit)
             largest = std::max(largest, *limit);
     }
-    return quorum_of(answers.replies.size(), largest >= 1 ? largest : call.lease.limit);
+    return quorum_of(answers.replies.size(), largest >= 1 ? largest : call.lease().limit);
 }
 
 // More nodes than may fail refused because the permits asked are above the limit they store (a set_limit lowered
@@ -51,7 +51,7 @@ std::string permits_above_stored_limit(const lock_call& call, const fan_out_stat
         if (!answers.answered(i) || answers.votes[i] == vote::error) continue;
         const auto limit = call.kind->read_answer(*answers.results[i], answers.replies[i]).limit;
         if (limit) largest = std::max(largest, *limit);
-        if (answers.votes[i] != vote::no || !limit || *limit >= call.lease.units) continue;
+        if (answers.votes[i] != vote::no || !limit || *limit >= call.lease().units) continue;
         least = below == 0 ? *limit : std::min(least, *limit);
         most = std::max(most, *limit);
         ++below;
@@ -61,11 +61,11 @@ std::string permits_above_stored_limit(const lock_call& call, const fan_out_stat
     if (below == 0 || below + quorum <= nodes) return {};
     const auto stored = least == most ? "a limit of " + std::to_string(most)
                                       : "limits of " + std::to_string(least) + " to " + std::to_string(most);
-    auto text = std::to_string(call.lease.units) + " permits asked, but " + std::to_string(below) + " of " +
+    auto text = std::to_string(call.lease().units) + " permits asked, but " + std::to_string(below) + " of " +
                 std::to_string(nodes) + " nodes store " + stored + " (this semaphore names " +
-                std::to_string(call.lease.limit) + "; async_set_limit changes the stored one); a grant needs " +
+                std::to_string(call.lease().limit) + "; async_set_limit changes the stored one); a grant needs " +
                 std::to_string(quorum) + " nodes, so none is possible ";
-    if (largest < call.lease.units) return text + "until the limit is raised";
+    if (largest < call.lease().units) return text + "until the limit is raised";
     return text + "while they do. Other nodes store " + std::to_string(largest) +
            ": the nodes disagree (a set_limit reached only some of them); run async_set_limit again";
 }
@@ -136,7 +136,7 @@ const lease_protocol& fair_semaphore_protocol()
 attempt_fn semaphore_attempts(std::shared_ptr<const lock_call> call, bool)
 {
     // The same request every attempt: the same permit id, so a retry that lands twice holds one permit.
-    const auto& lease = call->lease;
+    const auto& lease = call->lease();
     const auto& o = call->options;
     auto acquire = std::make_shared<const request>(semaphore_scripts::acquire_request(
         lease.routing_key(), lease.token, lease.units, o.ttl, lease.limit, o.node_timeout));
@@ -146,8 +146,9 @@ attempt_fn semaphore_attempts(std::shared_ptr<const lock_call> call, bool)
 request fair_semaphore_acquire(const lock_call& call, std::uint64_t ticket, bool take_ticket)
 {
     const auto& o = call.options;
-    return semaphore_scripts::fair_acquire_request(call.lease.routing_key(), call.lease.token, call.lease.units, o.ttl,
-                                                   call.lease.limit, o.waiter_ttl, ticket, take_ticket, o.node_timeout);
+    return semaphore_scripts::fair_acquire_request(call.lease().routing_key(), call.lease().token, call.lease().units,
+                                                   o.ttl, call.lease().limit, o.waiter_ttl, ticket, take_ticket,
+                                                   o.node_timeout);
 }
 
 asio::awaitable<std::tuple<error_code, permit>> acquire(std::shared_ptr<client_impl> client, std::string name,
