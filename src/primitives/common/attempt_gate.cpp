@@ -10,11 +10,19 @@ namespace redlock::detail {
 
 namespace asio = boost::asio;
 
+bool attempt_gates::try_enter(const std::string& id)
+{
+    auto& g = gates_[id];
+    if (g.taken) return false;
+    g.taken = true;
+    ++taken_;
+    return true;
+}
+
 asio::awaitable<bool> attempt_gates::enter(const std::string& id, asio::steady_timer& timer)
 {
-    auto [gate, free] = gates_.try_emplace(id);
-    if (free) co_return true;
-    gate->second.push_back(&timer);
+    if (try_enter(id)) co_return true;
+    gates_[id].waiters.push_back(&timer);
     // However this frame ends (even destroyed with its io_context), the timer leaves the queue with it: a
     // later leave() must never cancel a timer that no longer exists.
     struct queued {
@@ -23,13 +31,13 @@ asio::awaitable<bool> attempt_gates::enter(const std::string& id, asio::steady_t
         asio::steady_timer* timer;
         ~queued()
         {
-            if (auto g = gates.gates_.find(id); g != gates.gates_.end()) std::erase(g->second, timer);
+            if (auto g = gates.gates_.find(id); g != gates.gates_.end()) std::erase(g->second.waiters, timer);
         }
     } in_queue{*this, id, &timer};
     for (;;) {
         timer.expires_at(asio::steady_timer::time_point::max());
         co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-        auto& waiting = gates_[id];
+        auto& waiting = gates_[id].waiters;
         const bool handed_over = std::find(waiting.begin(), waiting.end(), &timer) == waiting.end();
         if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
             if (handed_over)
@@ -44,15 +52,20 @@ asio::awaitable<bool> attempt_gates::enter(const std::string& id, asio::steady_t
 
 void attempt_gates::leave(const std::string& id)
 {
-    auto gate = gates_.find(id);
-    if (gate == gates_.end()) return;
-    if (gate->second.empty()) {
-        gates_.erase(gate);
+    auto it = gates_.find(id);
+    if (it == gates_.end() || !it->second.taken) return;
+    auto& g = it->second;
+    if (!g.waiters.empty()) {
+        auto* next = g.waiters.front();  // the gate stays taken: it passes to the longest waiting
+        g.waiters.erase(g.waiters.begin());
+        next->cancel();
         return;
     }
-    auto* next = gate->second.front();  // the gate stays taken: it passes to the longest waiting
-    gate->second.erase(gate->second.begin());
-    next->cancel();
+    g.taken = false;
+    --taken_;
+    // Free gates stay for the next attempt on their lock, as long as they are not the most.
+    if (gates_.size() - taken_ > std::max(kept_free, taken_))
+        std::erase_if(gates_, [](const auto& entry) { return !entry.second.taken && entry.second.waiters.empty(); });
 }
 
 }  // namespace redlock::detail

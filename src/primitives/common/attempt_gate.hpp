@@ -17,7 +17,7 @@ namespace redlock::detail {
 class attempt_gates {
 public:
     /// Takes the gate `id` if it is free (no waiting, no coroutine); false if it is taken.
-    bool try_enter(const std::string& id) { return gates_.try_emplace(id).second; }
+    bool try_enter(const std::string& id);
     /// Waits (on `timer`, which must stay alive until this returns) until the gate `id` is free and takes it;
     /// false if the calling coroutine was cancelled first. The holder must call leave.
     boost::asio::awaitable<bool> enter(const std::string& id, boost::asio::steady_timer& timer);
@@ -27,11 +27,19 @@ public:
     bool contended(const std::string& id) const
     {
         auto it = gates_.find(id);
-        return it != gates_.end() && !it->second.empty();
+        return it != gates_.end() && !it->second.waiters.empty();
     }
 
 private:
-    std::unordered_map<std::string, std::vector<boost::asio::steady_timer*>> gates_;  // taken gates, their waiters
+    struct gate {
+        bool taken = false;
+        std::vector<boost::asio::steady_timer*> waiters;
+    };
+    /// Free gates kept for the next attempt on the same lock (no allocation then), at least.
+    static constexpr std::size_t kept_free = 1024;
+
+    std::unordered_map<std::string, gate> gates_;
+    std::size_t taken_ = 0;
 };
 
 /// Holds a gate for a scope: leaves it on destruction, whatever path leaves the scope.

@@ -112,9 +112,10 @@ acquire_plan make_plan(const lock_call& call, bool one_attempt)
 {
     const auto& o = call.options;
     acquire_plan plan;
+    const bool waits = !one_attempt && o.wait > ms(0);
     for (const auto& key : call.lease().keys) {
         plan.gate_id.append(key).push_back('\0');
-        plan.channels.push_back(release_channel(key));
+        if (waits) plan.channels.push_back(release_channel(key));  // a try hears no release: it does not wait
     }
     const auto now = clock::now();
     // A wait past the clock's range is forever, not an overflow into the past.
