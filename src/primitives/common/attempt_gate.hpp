@@ -30,6 +30,9 @@ public:
         return it != gates_.end() && !it->second.waiters.empty();
     }
 
+    /// Gates with an entry, taken or kept free (the tests').
+    std::size_t entries() const noexcept { return gates_.size(); }
+
 private:
     struct gate {
         bool taken = false;
