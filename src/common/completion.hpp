@@ -36,7 +36,7 @@ public:
     pending_completion() = default;
     /// A handler without an executor of its own completes on `fallback`, the I/O object's executor.
     pending_completion(handler_type handler, const boost::asio::any_io_executor& fallback)
-        : slot_(boost::asio::get_associated_cancellation_slot(handler)), handler_(std::move(handler))
+        : slot_(boost::asio::get_associated_cancellation_slot(handler)), handler_(std::move(handler))  // last member
     {
         auto executor = boost::asio::get_associated_executor(handler_, fallback);
         if (!post_directly_to(executor)) {
@@ -83,10 +83,12 @@ private:
     }
 
     boost::asio::cancellation_slot slot_;
-    handler_type handler_;
     boost::asio::any_io_executor direct_;  // with outstanding work, or empty
     boost::asio::any_io_executor io_executor_;
     boost::asio::any_completion_executor work_;
+    // Declared last, so destroyed first: a handler dropped without completion (a coroutine's posts its unwinding
+    // to its executor) goes while the work above still keeps that executor's context running.
+    handler_type handler_;
 };
 
 /// The executor that runs a component's handlers one at a time: a strand. Type-erased, so that over an

@@ -58,7 +58,11 @@ void lease_keeper::on_timer()
     // Batches by protocol: a batch is one request, so all its leases must read the same script's replies; and by the
     // replica acknowledgement they ask for, which its one WAIT gives them all.
     using batch_key = std::tuple<lease_protocol::batch_extend_fn, std::uint32_t, std::chrono::milliseconds::rep>;
-    std::map<batch_key, std::vector<std::shared_ptr<lease_state>>> batches;
+    struct pending_batch {
+        std::vector<std::shared_ptr<lease_state>> leases;
+        std::size_t keys = 0;  // what a batch costs the server: every key of every lease is one of its script's
+    };
+    std::map<batch_key, pending_batch> batches;
     auto spawn_batch = [this](std::vector<std::shared_ptr<lease_state>> batch) {
         asio::co_spawn(timer_.get_executor(), lease_state::extend_batch(std::move(batch)), asio::detached);
     };
@@ -72,18 +76,22 @@ void lease_keeper::on_timer()
                 continue;
             }
             auto& batch = batches[{fn, lease->acks().replicas, lease->acks().timeout.count()}];
-            batch.push_back(lease);
-            if (batch.size() >= batch_size_) spawn_batch(std::exchange(batch, {}));
+            batch.leases.push_back(lease);
+            batch.keys += lease->keys().size();
+            if (batch.keys >= batch_keys_) {
+                batch.keys = 0;
+                spawn_batch(std::exchange(batch.leases, {}));
+            }
         } catch (...) {
             lease->declare_lost_from_keeper();
         }
     }
     for (auto& [fn, batch] : batches) {
-        if (batch.empty()) continue;
+        if (batch.leases.empty()) continue;
         try {
-            spawn_batch(batch);
+            spawn_batch(batch.leases);
         } catch (...) {
-            for (auto& lease : batch) lease->declare_lost_from_keeper();
+            for (auto& lease : batch.leases) lease->declare_lost_from_keeper();
         }
     }
     arm();

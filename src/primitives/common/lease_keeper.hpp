@@ -24,7 +24,8 @@ public:
     using schedule_type = std::multimap<clock::time_point, std::weak_ptr<lease_state>>;
     using entry = schedule_type::iterator;
 
-    /// Leases per batched request: bounds how long one script call keeps a node busy (about 0.3 ms here).
+    /// Lease keys per batched request (a lease of several keys counts each): bounds how long one script call keeps a
+    /// node busy (about 0.3 ms here for 500).
     static constexpr std::size_t max_batch = 500;
     /// The same where a node tracks keys (node_config::track_keys). Redis 7.0 then remembers every key a script
     /// names at each read inside it: a script over k keys costs k * k insertions into the tracking table, and a
@@ -37,7 +38,8 @@ public:
     /// share a batch.
     static constexpr std::chrono::milliseconds batch_window{50};
 
-    lease_keeper(const strand_type& strand, std::size_t batch_size) : timer_(strand), batch_size_(batch_size) {}
+    /// `batch_keys`: max_batch, or max_tracked_batch where the nodes track keys.
+    lease_keeper(const strand_type& strand, std::size_t batch_keys) : timer_(strand), batch_keys_(batch_keys) {}
 
     // On the strand.
     entry schedule(const std::shared_ptr<lease_state>& lease, clock::time_point at);
@@ -50,7 +52,7 @@ private:
 
     schedule_type schedule_;
     boost::asio::steady_timer timer_;
-    std::size_t batch_size_;
+    std::size_t batch_keys_;
     clock::time_point armed_for_ = clock::time_point::max();
 };
 

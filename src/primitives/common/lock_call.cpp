@@ -55,9 +55,10 @@ asio::awaitable<std::shared_ptr<fan_out_state>> fan_out_acquire(std::shared_ptr<
     if (call->acks.on()) acquire = std::make_shared<const request>(acknowledged(*acquire, call->acks));
     const auto deadline = clock::now() + acquire->timeout() + node_set::backstop_margin;
     const auto& kind = *call->kind;
-    auto first = nodes.fan_out(acquire, call->lease().routing_key(), kind.vote, call->quorum, wait_for,
+    // Not a coroutine itself: most kinds need no frame of their own here. Its by-value parameters are moved from:
+    // they are temporaries of the caller's co_await, which hold nothing then.
+    auto first = nodes.fan_out(std::move(acquire), call->lease().routing_key(), kind.vote, call->quorum, wait_for,
                                clock::time_point::max(), call->acks);
-    // Not a coroutine itself: most kinds need no frame of their own here.
     if (!kind.quorum_from) return first;
     return requorum(std::move(call), std::move(first), wait_for, deadline);
 }
@@ -182,9 +183,11 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> run_call(s
     auto plan = make_plan(*call, one_attempt);
     auto attempts = call->kind->attempts(call, waits);
     if (call->kind->waits_in_line() && waits) return run_in_line(std::move(call), std::move(plan), std::move(attempts));
-    // The attempts hold the call; the loop is the call's frame (one frame less per lock).
+    // The attempts hold the call; the loop is the call's frame (one frame less per lock). `call` is moved from, as
+    // fan_out_acquire's parameters are.
     auto* diag = call->diag;
     auto client = call->client;
+    call.reset();
     return acquire_loop(std::move(client), std::move(plan), std::move(attempts), diag);
 }
 

@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
