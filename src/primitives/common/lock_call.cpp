@@ -108,12 +108,12 @@ std::string invalid_arguments(const client_impl& client, const std::vector<std::
 
 namespace {
 
-// When the call gives up, and how it sleeps between attempts.
-acquire_plan make_plan(const lock_call& call, bool one_attempt)
+// When the call gives up, and how it sleeps between attempts. `waits`: it may make more than one attempt (not a try,
+// and a wait above 0; the options are checked, so never below).
+acquire_plan make_plan(const lock_call& call, bool waits)
 {
     const auto& o = call.options;
     acquire_plan plan;
-    const bool waits = !one_attempt && o.wait > ms(0);
     for (const auto& key : call.lease().keys) {
         plan.gate_id.append(key).push_back('\0');
         if (waits) plan.channels.push_back(release_channel(key));  // a try hears no release: it does not wait
@@ -121,9 +121,7 @@ acquire_plan make_plan(const lock_call& call, bool one_attempt)
     const auto now = clock::now();
     // A wait past the clock's range is forever, not an overflow into the past.
     const auto representable = std::chrono::duration_cast<ms>(clock::time_point::max() - now) - std::chrono::hours(24);
-    plan.wait_until = one_attempt || o.wait == ms(0) ? now
-                      : o.wait >= representable      ? clock::time_point::max()
-                                                     : now + o.wait;
+    plan.wait_until = !waits ? now : o.wait >= representable ? clock::time_point::max() : now + o.wait;
     plan.retry_delay = o.retry_delay;
     plan.retry_jitter = o.retry_jitter;
     plan.shared = call.kind->shared;
@@ -180,7 +178,7 @@ asio::awaitable<std::tuple<error_code, std::shared_ptr<lease_state>>> run_call(s
                                                                                bool one_attempt)
 {
     const bool waits = !one_attempt && call->options.wait > ms(0);
-    auto plan = make_plan(*call, one_attempt);
+    auto plan = make_plan(*call, waits);
     auto attempts = call->kind->attempts(call, waits);
     if (call->kind->waits_in_line() && waits) return run_in_line(std::move(call), std::move(plan), std::move(attempts));
     // The attempts hold the call; the loop is the call's frame (one frame less per lock). `call` is moved from, as
