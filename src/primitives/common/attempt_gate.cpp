@@ -63,8 +63,7 @@ void attempt_gates::leave(const std::string& id)
     }
     g.taken = false;
     --taken_;
-    // Free gates stay for the next attempt on their lock, as long as they are not the most.
-    if (gates_.size() - taken_ > std::max(kept_free, taken_))
+    if (kept_entries::sweep_due(gates_.size() - taken_, taken_))
         std::erase_if(gates_, [](const auto& entry) { return !entry.second.taken && entry.second.waiters.empty(); });
 }
 

@@ -3,6 +3,8 @@
 // that holds its ticket does not pass it (acquire_loop says why).
 #pragma once
 
+#include "common/kept_entries.hpp"
+
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -38,9 +40,6 @@ private:
         bool taken = false;
         std::vector<boost::asio::steady_timer*> waiters;
     };
-    /// Free gates kept for the next attempt on the same lock (no allocation then), at least.
-    static constexpr std::size_t kept_free = 1024;
-
     std::unordered_map<std::string, gate> gates_;
     std::size_t taken_ = 0;
 };

@@ -52,9 +52,7 @@ void key_watch::remove(const lease_state& lease)
         if (was_used && list.empty()) ++unused_;
     }
     if (watched_ > 0) --watched_;
-    // Entries of keys no longer held stay for the next lock of the same key (no allocation then), as long as they
-    // are not the most: then those of every key not held go.
-    if (unused_ > std::max<std::size_t>(kept_unused, watched_)) {
+    if (kept_entries::sweep_due(unused_, watched_)) {  // the entries of keys no longer held
         std::erase_if(leases_, [](const auto& entry) { return entry.second.empty(); });
         unused_ = 0;
     }

@@ -3,6 +3,7 @@
 // those keys' release channels (a holder whose keys vanished without a release: expired, deleted, evicted).
 #pragma once
 
+#include "common/kept_entries.hpp"
 #include "primitives/common/release_wakeups.hpp"
 #include "quorum/node_set.hpp"
 
@@ -48,9 +49,6 @@ private:
     std::shared_ptr<node_set> nodes_;
     std::weak_ptr<release_wakeups> wakeups_;
     logger log_;
-    /// Entries of keys no longer held kept for reuse, at least (more while more leases are held).
-    static constexpr std::size_t kept_unused = 1024;
-
     std::unordered_map<std::string, std::vector<std::weak_ptr<lease_state>>> leases_;  // by key; lists may be empty
     std::size_t watched_ = 0;
     std::size_t unused_ = 0;          // entries whose list is empty
