@@ -21,6 +21,7 @@ using redlock::error;
 using redlock::error_code;
 using redlock::test::redis_rig;
 using redlock::test::sleep_for;
+using redlock::test::soon_holding;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
@@ -207,8 +208,12 @@ BOOST_AUTO_TEST_CASE(a_node_restarted_under_a_subscribed_waiter_counts_a_restore
     rig.run([&]() -> asio::awaitable<void> {
         co_await holder.async_connect(asio::use_awaitable);
         co_await waiter.async_connect(asio::use_awaitable);
-        auto [e1, held] = co_await redlock::mutex(holder, "restored", {.ttl = 10s}).async_lock(use_tuple);
+        // A generous node_timeout, then every node holding the key: the lock completes at the quorum, and under load
+        // the third node's 50 ms deadline may pass first; then the restart below takes a quorum's second node.
+        auto [e1, held] =
+            co_await redlock::mutex(holder, "restored", {.ttl = 10s, .node_timeout = 2s}).async_lock(use_tuple);
         BOOST_REQUIRE(!e1);
+        BOOST_REQUIRE(co_await soon_holding(rig.nodes, "restored", held.token(), 3));
         std::optional<error_code> waited;
         redlock::lease mine;
         redlock::mutex(waiter, "restored", {.ttl = 5000ms, .wait = 10s})
