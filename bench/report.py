@@ -5,7 +5,8 @@
 
 The raw folder holds one file per run, named by scripts/dev bench:
   ROW.IMPL.json          one JSON object with the keys of `redlock bench --json` (IMPL: ours, node-redlock,
-                         ioredis, redis-py)
+                         ioredis, redis-py); redis-plus-plus's bench (`--redis-plus-plus`) prints its own keys,
+                         which gather() renames
   ROW.IMPL.server        the CPU seconds all the nodes used during that run (INFO cpu), summed
   ceiling.SHAPE.CMD.csv  `redis-benchmark --csv` of CMD (set: SET key token NX PX 10000; release: EVALSHA of the
                          compare-and-delete script) with the connections and pipeline depth of SHAPE
@@ -32,6 +33,8 @@ ROWS = [
     ("cont5", "5 nodes, contended, 4 clients x 1", None),
 ]
 PEERS = ["node-redlock", "ioredis", "redis-py"]
+# Measured only when `scripts/dev bench --redis-plus-plus` names its bench (it is not packaged for Debian 12).
+REDISPP = "redis-plus-plus"
 # The handoff table: every grant passes to a worker of another client (`redlock bench --scenario handoff`).
 HANDOFF_ROWS = [("handoff1", "1 node"), ("handoff5", "5 nodes")]
 HANDOFF_IMPLS = [("ours", "plain"), ("ours-fair", "fair"), ("node-redlock", "node-redlock, defaults")]
@@ -97,6 +100,20 @@ def ceiling(raw, shape):
     }
 
 
+def load_result(raw, row_id, impl):
+    """One run's result, with the keys of `redlock bench --json` whatever printed it."""
+    result = load_json(os.path.join(raw, f"{row_id}.{impl}.json"))
+    if result is not None and impl == REDISPP:
+        result = {"ops_per_sec": result.get("ops_per_s"), "errors": result.get("errors", 0),
+                  "acquire_us": {"p50": result.get("acquire_p50_us")}, "threads": result.get("threads"),
+                  "ops": round((result.get("ops_per_s") or 0) * meta_seconds(raw))}
+    return result
+
+
+def meta_seconds(raw):
+    return ((load_json(os.path.join(raw, "meta.json")) or {}).get("duration_ms") or 0) / 1000
+
+
 def gather(raw):
     meta = load_json(os.path.join(raw, "meta.json")) or {}
     meta.setdefault("python", platform.python_version())
@@ -105,8 +122,8 @@ def gather(raw):
     rows = []
     for row_id, label, shape in ROWS:
         row = {"id": row_id, "label": label}
-        for impl in ["ours"] + PEERS:
-            result = load_json(os.path.join(raw, f"{row_id}.{impl}.json"))
+        for impl in ["ours"] + PEERS + [REDISPP]:
+            result = load_result(raw, row_id, impl)
             if result is not None:
                 server = load_number(os.path.join(raw, f"{row_id}.{impl}.server"))
                 if server is not None and result.get("ops"):
@@ -159,9 +176,11 @@ def with_errors(text, result):
 
 
 def table(results):
+    redispp = any(REDISPP in row for row in results["rows"])  # its columns only when it was measured
     head = ["scenario", "ours c/s", "p50", "cpu/op", "usr", "sys", "alloc/op", "srv/op",
-            "node-redlock", "p50", "srv/op", "ioredis", "p50", "redis-py", "p50",
-            "ceiling", "p50", "ours/node", "ours/ceil"]
+            "node-redlock", "p50", "srv/op", "ioredis", "p50", "redis-py", "p50"]
+    head += ["redis++", "p50", "srv/op"] if redispp else []
+    head += ["ceiling", "p50", "ours/node"] + (["ours/redis++"] if redispp else []) + ["ours/ceil"]
     lines = [head]
     for row in results["rows"]:
         ours = row.get("ours")
@@ -174,11 +193,17 @@ def table(results):
             cells += [with_errors(fmt_int(rate(peer)), peer), fmt_int(p50(peer))]
             if impl == "node-redlock":
                 cells.append(fmt_float((peer or {}).get("server_us_per_op")))
+        if redispp:
+            peer = row.get(REDISPP)
+            cells += [with_errors(fmt_int(rate(peer)), peer), fmt_int(p50(peer)),
+                      fmt_float((peer or {}).get("server_us_per_op"))]
         c = row.get("ceiling")
         cells += [fmt_int(c["cycles_per_sec"]) if c else "-",
                   fmt_int(c["set_p50_us"]) if c and c["shape"] == "seq" else "-"]
-        cells += [fmt_ratio(rate(ours), rate(row.get("node-redlock"))),
-                  fmt_ratio(rate(ours), c["cycles_per_sec"] if c else None)]
+        cells.append(fmt_ratio(rate(ours), rate(row.get("node-redlock"))))
+        if redispp:
+            cells.append(fmt_ratio(rate(ours), rate(row.get(REDISPP))))
+        cells.append(fmt_ratio(rate(ours), c["cycles_per_sec"] if c else None))
         lines.append(cells)
     return lines
 
@@ -258,7 +283,7 @@ def print_notes(results, out, bullet=""):
         out.write(f"{bullet or '  '}{s:7s} {c['meaning']}: SET {fmt_int(c['set']['rps'])}/s,"
                   f" release {fmt_int(c['release']['rps'])}/s -> {fmt_int(c['cycles_per_sec'])} cycles/s\n")
     for row in results["rows"]:
-        for impl in ["ours"] + PEERS:
+        for impl in ["ours"] + PEERS + [REDISPP]:
             r = row.get(impl)
             if r and r.get("errors"):
                 out.write(f"{bullet or '  '}errors: {row['label']}, {impl}: {r['errors']} of {r['ops'] + r['errors']}\n")
