@@ -94,6 +94,9 @@ public:
         return static_cast<std::size_t>(std::count(all.begin(), all.end(), c));
     }
     std::size_t map_reads() const { return map_reads_.load(); }
+    /// From now on it answers nothing at all, PING and CLUSTER included, as a SIGSTOPped server: a member that
+    /// skipped one reply but answered the next command would hand that reply to the hung request.
+    void freeze() { frozen_ = true; }
 
 private:
     std::string shards() const
@@ -110,6 +113,7 @@ private:
     std::string respond(const command& cmd)
     {
         std::lock_guard lock(mutex_);
+        if (frozen_) return std::string();
         if (cmd.empty()) return "-ERR empty\r\n";
         const std::string& name = cmd[0];
         if (name == "HELLO") return "%3\r\n+server\r\n+redis\r\n+version\r\n" + bulk("7.2.4") + "+proto\r\n:3\r\n";
@@ -152,6 +156,7 @@ private:
     std::vector<command> commands_;
     std::map<std::string, std::string> data_;
     std::atomic<std::size_t> map_reads_{0};
+    std::atomic<bool> frozen_{false};
     scripted_server server_;  // last: its thread stops before the state it uses dies
 };
 
@@ -498,17 +503,14 @@ BOOST_AUTO_TEST_CASE(a_retried_request_that_hangs_ends_at_its_deadline)
 {
     std::mutex seen_mutex;       // before the member: its thread reads them until the member is gone
     std::set<std::string> seen;  // keys refused once
-    bool frozen = false;         // from the first retry on, the member answers nothing (as a SIGSTOPped server)
     fake_member a;
     a.set_map({{0, 16383, a.port()}});
+    // From the first retry on, the member answers nothing, its health-check PINGs and map reads included (freeze).
     a.set_script([&](const command& c) -> std::optional<std::string> {
         std::lock_guard lock(seen_mutex);
-        // Frozen, it answers nothing at all: a server that skipped one reply and answered the next command (the
-        // map read the CLUSTERDOWN starts) would hand that reply to the hung request.
-        if (frozen) return std::string();
         if (c.at(0) != "SET") return std::nullopt;
         if (seen.insert(c.at(1)).second) return "-CLUSTERDOWN The cluster is down\r\n";
-        frozen = true;
+        a.freeze();
         return std::string();
     });
     asio::io_context io;
