@@ -5,8 +5,7 @@
 
 The raw folder holds one file per run, named by scripts/dev bench:
   ROW.IMPL.json          one JSON object with the keys of `redlock bench --json` (IMPL: ours, node-redlock,
-                         ioredis, redis-py); redis-plus-plus's bench (`--redis-plus-plus`) prints its own keys,
-                         which gather() renames
+                         ioredis, redis-py, redis-plus-plus)
   ROW.IMPL.server        the CPU seconds all the nodes used during that run (INFO cpu), summed
   ceiling.SHAPE.CMD.csv  `redis-benchmark --csv` of CMD (set: SET key token NX PX 10000; release: EVALSHA of the
                          compare-and-delete script) with the connections and pipeline depth of SHAPE
@@ -100,20 +99,6 @@ def ceiling(raw, shape):
     }
 
 
-def load_result(raw, row_id, impl):
-    """One run's result, with the keys of `redlock bench --json` whatever printed it."""
-    result = load_json(os.path.join(raw, f"{row_id}.{impl}.json"))
-    if result is not None and impl == REDISPP:
-        result = {"ops_per_sec": result.get("ops_per_s"), "errors": result.get("errors", 0),
-                  "acquire_us": {"p50": result.get("acquire_p50_us")}, "threads": result.get("threads"),
-                  "ops": round((result.get("ops_per_s") or 0) * meta_seconds(raw))}
-    return result
-
-
-def meta_seconds(raw):
-    return ((load_json(os.path.join(raw, "meta.json")) or {}).get("duration_ms") or 0) / 1000
-
-
 def gather(raw):
     meta = load_json(os.path.join(raw, "meta.json")) or {}
     meta.setdefault("python", platform.python_version())
@@ -123,7 +108,7 @@ def gather(raw):
     for row_id, label, shape in ROWS:
         row = {"id": row_id, "label": label}
         for impl in ["ours"] + PEERS + [REDISPP]:
-            result = load_result(raw, row_id, impl)
+            result = load_json(os.path.join(raw, f"{row_id}.{impl}.json"))
             if result is not None:
                 server = load_number(os.path.join(raw, f"{row_id}.{impl}.server"))
                 if server is not None and result.get("ops"):
