@@ -12,6 +12,7 @@ The raw folder holds one file per run, named by scripts/dev bench:
   meta.json              the run's settings (duration, node count, tools' versions)
   handoffN.IMPL.json     the handoff scenario on N nodes (IMPL: ours, ours-fair, node-redlock): a second table
   semaphoreN.ours.json   the semaphore scenario on N nodes (8 clients x 1 worker, 4 permits): a third table
+  hold1.ours.json        the hold scenario on 1 node (100,000 leases with the watchdog): a fourth table
 Standard library only: it runs on Debian's python3 as it comes.
 """
 
@@ -131,8 +132,9 @@ def gather(raw):
         result = load_json(os.path.join(raw, f"{row_id}.ours.json"))
         if result is not None:
             semaphore.append({"label": label, "result": result})
+    hold = load_json(os.path.join(raw, "hold1.ours.json"))
     return {"meta": meta, "rows": rows, "ceilings": {s: c for s, c in extra.items() if c}, "handoff": handoff,
-            "semaphore": semaphore}
+            "semaphore": semaphore, "hold": [hold] if hold else []}
 
 
 def rate(result):
@@ -229,8 +231,25 @@ def semaphore_table(results):
     return lines
 
 
+def hold_table(results):
+    """What held leases cost one client: memory, the watchdog's CPU, and how many were lost (none should be)."""
+    lines = [["hold, 1 node", "leases", "held", "MB held", "peak", "bytes/lease", "watchdog %core", "extensions",
+              "us/extension", "lost", "release s", "errors"]]
+    for r in results.get("hold", []):
+        lines.append(["ours", fmt_int(r.get("leases")), fmt_int(r.get("held")), fmt_float(r.get("rss_held_mb")),
+                      fmt_float(r.get("rss_peak_mb")), fmt_int(r.get("bytes_per_lease")),
+                      fmt_float(r.get("hold_cpu_percent")), fmt_int(r.get("extensions")),
+                      fmt_float(r.get("us_per_extension"), 2), fmt_int(r.get("lost")),
+                      fmt_float(r.get("release_seconds"), 2), fmt_int(r.get("errors"))])
+    return lines
+
+
+def all_tables(results):
+    return (table(results), handoff_table(results), semaphore_table(results), hold_table(results))
+
+
 def print_text(results, out):
-    for lines in (table(results), handoff_table(results), semaphore_table(results)):
+    for lines in all_tables(results):
         if len(lines) < 2:
             continue
         print_lines(lines, out)
@@ -247,7 +266,7 @@ def print_lines(lines, out):
 
 
 def print_markdown(results, out):
-    for lines in (table(results), handoff_table(results), semaphore_table(results)):
+    for lines in all_tables(results):
         if len(lines) < 2:
             continue
         out.write("| " + " | ".join(lines[0]) + " |\n")

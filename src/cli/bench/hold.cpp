@@ -26,14 +26,19 @@ namespace asio = boost::asio;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr int in_flight = 256;  // acquires at once: enough to pipeline, few enough not to flood the nodes
 
-// Resident memory of this process, in MB (VmRSS).
-double resident_mb()
+// A memory figure of this process from /proc/self/status, in MB: VmRSS (resident now) or VmHWM (its peak).
+double status_mb(const std::string& field)
 {
     std::ifstream status("/proc/self/status");
     std::string line;
     while (std::getline(status, line))
-        if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+        if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;
     return 0;
+}
+
+double resident_mb()
+{
+    return status_mb("VmRSS");
 }
 
 double seconds_since(bench_clock::time_point t)
@@ -92,6 +97,7 @@ public:
         acquire_seconds_ = seconds_since(start);
         for (const auto& l : leases_) held_ += l ? 1 : 0;
         rss_held_mb_ = resident_mb();
+        extensions_before_ = d.client_at(0).stats().extensions;
     }
 
     asio::awaitable<void> work(bench_worker&) override { co_return; }  // no workers: the watchdog works alone
@@ -99,6 +105,8 @@ public:
     asio::awaitable<void> conclude(bench_driver& d) override
     {
         for (const auto& l : leases_) lost_ += l && l.lost() ? 1 : 0;
+        extensions_ = d.client_at(0).stats().extensions - extensions_before_;
+        rss_peak_mb_ = status_mb("VmHWM");  // before the releases, whose requests are not the leases' cost
         const auto start = bench_clock::now();
         const start_fn give_back = [&](std::size_t k, std::function<void()> finished) {
             if (!leases_[k]) return false;
@@ -115,7 +123,10 @@ public:
     std::string output(bench_figures& f, bool json) override
     {
         const auto& hold = f.phases.front();
-        const double cpu_percent = hold.seconds > 0 ? (hold.cpu.user + hold.cpu.system) * 100.0 / hold.seconds : 0;
+        const double cpu_seconds = hold.cpu.user + hold.cpu.system;
+        const double cpu_percent = hold.seconds > 0 ? cpu_seconds * 100.0 / hold.seconds : 0;
+        // What the watchdog costs the client per extension it made (its batching spreads a script call over many).
+        const double us_per_extension = extensions_ > 0 ? cpu_seconds * 1e6 / static_cast<double>(extensions_) : 0;
         const double bytes_per_lease = held_ > 0 ? (rss_held_mb_ - rss_before_mb_) * 1048576.0 / held_ : 0;
         const std::string ttl_ms = std::to_string(o_.ttl.count());
         if (json) {
@@ -125,20 +136,25 @@ public:
                    json_field("acquire_seconds", fixed(acquire_seconds_, 2)) +
                    json_field("rss_before_mb", fixed(rss_before_mb_, 1)) +
                    json_field("rss_held_mb", fixed(rss_held_mb_, 1)) +
+                   json_field("rss_peak_mb", fixed(rss_peak_mb_, 1)) +
                    json_field("bytes_per_lease", fixed(bytes_per_lease, 0)) +
                    json_field("hold_seconds", fixed(hold.seconds, 2)) +
-                   json_field("hold_cpu_percent", fixed(cpu_percent, 1)) + json_field("lost", std::to_string(lost_)) +
+                   json_field("hold_cpu_percent", fixed(cpu_percent, 1)) +
+                   json_field("extensions", std::to_string(extensions_)) +
+                   json_field("us_per_extension", fixed(us_per_extension, 2)) +
+                   json_field("lost", std::to_string(lost_)) +
                    json_field("release_seconds", fixed(release_seconds_, 2)) +
                    json_field("errors", std::to_string(f.errors)) + "}\n";
         }
         return "scenario     hold, " + std::to_string(o_.nodes.size()) + " node(s), " + std::to_string(o_.leases) +
                " leases with the watchdog, ttl " + ttl_ms + " ms (extended every ttl/3)\n" + "held         " +
                std::to_string(held_) + " (acquired in " + fixed(acquire_seconds_, 2) + " s)\n" + "memory       " +
-               fixed(rss_held_mb_, 1) + " MB resident (" + fixed(rss_before_mb_, 1) + " MB before), " +
-               fixed(bytes_per_lease, 0) + " bytes per lease\n" + "watchdog     " + fixed(cpu_percent, 1) +
-               "% of a core over " + fixed(hold.seconds, 1) + " s\n" + "lost         " + std::to_string(lost_) +
-               "\nreleased     in " + fixed(release_seconds_, 2) + " s\nerrors       " + std::to_string(f.errors) +
-               "\n";
+               fixed(rss_held_mb_, 1) + " MB resident (" + fixed(rss_before_mb_, 1) + " MB before, peak " +
+               fixed(rss_peak_mb_, 1) + "), " + fixed(bytes_per_lease, 0) + " bytes per lease\n" + "watchdog     " +
+               fixed(cpu_percent, 1) + "% of a core over " + fixed(hold.seconds, 1) + " s, " +
+               std::to_string(extensions_) + " extensions, " + fixed(us_per_extension, 2) + " us each\n" +
+               "lost         " + std::to_string(lost_) + "\nreleased     in " + fixed(release_seconds_, 2) +
+               " s\nerrors       " + std::to_string(f.errors) + "\n";
     }
 
 private:
@@ -150,6 +166,9 @@ private:
     double acquire_seconds_ = 0;
     double rss_before_mb_ = 0;
     double rss_held_mb_ = 0;
+    double rss_peak_mb_ = 0;
+    std::uint64_t extensions_before_ = 0;
+    std::uint64_t extensions_ = 0;
     double release_seconds_ = 0;
 };
 
