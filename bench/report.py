@@ -33,7 +33,7 @@ ROWS = [
     ("cont5", "5 nodes, contended, 4 clients x 1", None),
 ]
 PEERS = ["node-redlock", "ioredis", "redis-py"]
-# Measured only when `scripts/dev bench --redis-plus-plus` names its bench (it is not packaged for Debian 12).
+# Measured only when `scripts/dev bench --redis-plus-plus DIR` gives a checkout of it (not packaged for Debian 12).
 REDISPP = "redis-plus-plus"
 # The handoff table: every grant passes to a worker of another client (`redlock bench --scenario handoff`).
 HANDOFF_ROWS = [("handoff1", "1 node"), ("handoff5", "5 nodes")]
@@ -234,12 +234,12 @@ def semaphore_table(results):
 def hold_table(results):
     """What held leases cost one client: memory, the watchdog's CPU, and how many were lost (none should be)."""
     lines = [["hold, 1 node", "leases", "held", "MB held", "peak", "bytes/lease", "watchdog %core", "extensions",
-              "us/extension", "lost", "release s", "errors"]]
+              "failed", "us/extension", "lost", "release s", "errors"]]
     for r in results.get("hold", []):
         lines.append(["ours", fmt_int(r.get("leases")), fmt_int(r.get("held")), fmt_float(r.get("rss_held_mb")),
                       fmt_float(r.get("rss_peak_mb")), fmt_int(r.get("bytes_per_lease")),
                       fmt_float(r.get("hold_cpu_percent")), fmt_int(r.get("extensions")),
-                      fmt_float(r.get("us_per_extension"), 2), fmt_int(r.get("lost")),
+                      fmt_int(r.get("extension_failures")), fmt_float(r.get("us_per_extension"), 2), fmt_int(r.get("lost")),
                       fmt_float(r.get("release_seconds"), 2), fmt_int(r.get("errors"))])
     return lines
 

@@ -5,14 +5,18 @@
 //
 // Each of K threads (default 1: one caller in sequence) loops on its own key bench:<runid>:<thread>:
 // vessel.lock(key, token, ttl, 1 attempt), then vessel.unlock(). The threads share one Redis object per node,
-// whose connection pool holds K connections, so no thread waits for another's connection. The vessel asks the
-// nodes one after the other (SET NX PX each), and unlocks with EVAL of a compare-and-delete script.
+// whose connection pool holds K connections, so no thread waits for another's connection; each thread PINGs every
+// node before the clock starts, so that connecting is not measured. The vessel asks the nodes one after the other
+// (SET NX PX each), and unlocks with EVAL of a compare-and-delete script. As `redlock bench`, the acquire latency
+// counts granted acquires only, and a failed one pauses 10 ms before the next.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -50,6 +54,17 @@ std::chrono::milliseconds parse_duration(const std::string& text)
     return std::chrono::milliseconds(m[2] == "s" ? n * 1000 : m[2] == "m" ? n * 60000 : n);
 }
 
+long number(const std::string& flag, const std::string& text)
+{
+    try {
+        std::size_t end = 0;
+        const long n = std::stol(text, &end);
+        if (end == text.size()) return n;
+    } catch (const std::exception&) {
+    }
+    usage(flag + " takes a number, not '" + text + "'");
+}
+
 options parse(int argc, char** argv)
 {
     options o;
@@ -69,15 +84,16 @@ options parse(int argc, char** argv)
         } else if (flag == "--duration") {
             o.duration = parse_duration(value);
         } else if (flag == "--ttl") {
-            o.ttl = std::chrono::milliseconds(std::stol(value));
+            o.ttl = std::chrono::milliseconds(number(flag, value));
         } else if (flag == "--threads") {
-            o.threads = std::stoi(value);
+            o.threads = static_cast<int>(number(flag, value));
         } else {
             usage("unknown option " + flag);
         }
     }
     if (o.nodes.empty()) usage("--nodes is required");
-    if (o.threads < 1) usage("--threads must be positive");
+    if (o.threads < 1 || o.threads > 4096) usage("--threads must be 1 to 4096");
+    if (o.ttl.count() < 1) usage("--ttl must be positive");
     return o;
 }
 
@@ -113,6 +129,8 @@ int main(int argc, char** argv)
         sw::redis::ConnectionOptions connection;
         connection.host = host;
         connection.port = port;
+        connection.connect_timeout = std::chrono::seconds(2);  // a stalled node ends the run, not hangs it
+        connection.socket_timeout = std::chrono::seconds(2);
         sw::redis::ConnectionPoolOptions pool;
         pool.size = static_cast<std::size_t>(o.threads);
         nodes.push_back(std::make_shared<sw::redis::Redis>(connection, pool));
@@ -124,13 +142,19 @@ int main(int argc, char** argv)
     const auto thread_seed = seed();  // each thread's generator starts from it and its number
     std::atomic<long> ops{0}, errors{0};
     std::vector<std::vector<long>> acquire_us(static_cast<std::size_t>(o.threads));
-    rusage usage_start{};
-    getrusage(RUSAGE_SELF, &usage_start);
-    const auto start = clock_type::now();
-    const auto end = start + o.duration;
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    clock_type::time_point end{};
     std::vector<std::thread> threads;
     for (int t = 0; t < o.threads; ++t) {
         threads.emplace_back([&, t] {
+            try {
+                for (auto& node : nodes) node->ping();  // takes a pooled connection: connected before the clock
+            } catch (const sw::redis::Error&) {
+                ++errors;
+            }
+            ++ready;
+            while (!go) std::this_thread::yield();
             std::mt19937_64 random(thread_seed + static_cast<unsigned>(t));
             const auto key = "bench:" + run_id + ":" + std::to_string(t);
             auto& samples = acquire_us[static_cast<std::size_t>(t)];
@@ -141,20 +165,26 @@ int main(int argc, char** argv)
                 try {
                     const auto t0 = clock_type::now();
                     const auto lease = vessel.lock(key, token, o.ttl, 1);
-                    samples.push_back(
-                        std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - t0).count());
-                    if (!lease.locked) {
-                        ++errors;
+                    if (lease.locked) {
+                        samples.push_back(
+                            std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - t0).count());
+                        vessel.unlock(lease);
+                        ++ops;
                         continue;
                     }
-                    vessel.unlock(lease);
-                    ++ops;
                 } catch (const sw::redis::Error&) {
-                    ++errors;
                 }
+                ++errors;
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
             }
         });
     }
+    while (ready < o.threads) std::this_thread::yield();
+    rusage usage_start{};
+    getrusage(RUSAGE_SELF, &usage_start);
+    const auto start = clock_type::now();
+    end = start + o.duration;
+    go = true;  // after `end` is set: the threads read it once they see `go`
     for (auto& t : threads) t.join();
     const auto elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
     rusage usage_end{};
@@ -175,4 +205,5 @@ int main(int argc, char** argv)
               << per_op(sys, ops) << R"(,"allocs_per_op":null,"acquire_us":{"p50":)" << percentile(all, 50)
               << R"(,"p90":)" << percentile(all, 90) << R"(,"p99":)" << percentile(all, 99) << R"(,"max":)"
               << percentile(all, 100) << R"(},"handoff_us":{"p50":null,"p99":null},"errors":)" << errors << "}\n";
+    return ops > 0 ? 0 : 1;  // nothing measured (the nodes refused or were unreachable): a failed run
 }

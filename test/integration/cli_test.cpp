@@ -738,8 +738,8 @@ BOOST_AUTO_TEST_CASE(bench_hold_keeps_every_lease)
     for (const auto& kv : o) keys.emplace_back(kv.key());
     BOOST_TEST(keys == (std::vector<std::string>{"scenario", "nodes", "leases", "ttl_ms", "held", "acquire_seconds",
                                                  "rss_before_mb", "rss_held_mb", "rss_peak_mb", "bytes_per_lease",
-                                                 "hold_seconds", "hold_cpu_percent", "extensions", "us_per_extension",
-                                                 "lost", "release_seconds", "errors"}),
+                                                 "hold_seconds", "hold_cpu_percent", "extensions", "extension_failures",
+                                                 "us_per_extension", "lost", "release_seconds", "errors"}),
                boost::test_tools::per_element());
     BOOST_TEST(o.at("held").as_int64() == 300);
     BOOST_TEST(o.at("lost").as_int64() == 0);
@@ -748,8 +748,8 @@ BOOST_AUTO_TEST_CASE(bench_hold_keeps_every_lease)
 #endif
     BOOST_TEST(o.at("rss_held_mb").as_double() > 0.0);
     BOOST_TEST(o.at("rss_peak_mb").as_double() >= o.at("rss_held_mb").as_double());
-    // The watchdog extended each lease at least once in the hold (every ttl/3), and the figure counts them.
-    BOOST_TEST(o.at("extensions").as_int64() >= 300);
+    // The watchdog extends each lease every ttl/3, some 6 times in the hold: the figure counts at least two rounds.
+    BOOST_TEST(o.at("extensions").as_int64() >= 600);
     BOOST_TEST(o.at("us_per_extension").as_double() > 0.0);
 #ifndef REDLOCK_TEST_SANITIZED
     for (std::size_t i = 0; i < nodes.size(); ++i)  // released: nothing of the run is left

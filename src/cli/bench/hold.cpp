@@ -97,7 +97,9 @@ public:
         acquire_seconds_ = seconds_since(start);
         for (const auto& l : leases_) held_ += l ? 1 : 0;
         rss_held_mb_ = resident_mb();
-        extensions_before_ = d.client_at(0).stats().extensions;
+        const auto stats = d.client_at(0).stats();
+        extensions_before_ = stats.extensions;
+        extension_failures_before_ = stats.extension_failures;
     }
 
     asio::awaitable<void> work(bench_worker&) override { co_return; }  // no workers: the watchdog works alone
@@ -105,7 +107,9 @@ public:
     asio::awaitable<void> conclude(bench_driver& d) override
     {
         for (const auto& l : leases_) lost_ += l && l.lost() ? 1 : 0;
-        extensions_ = d.client_at(0).stats().extensions - extensions_before_;
+        const auto stats = d.client_at(0).stats();
+        extensions_ = stats.extensions - extensions_before_;
+        extension_failures_ = stats.extension_failures - extension_failures_before_;
         rss_peak_mb_ = status_mb("VmHWM");  // before the releases, whose requests are not the leases' cost
         const auto start = bench_clock::now();
         const start_fn give_back = [&](std::size_t k, std::function<void()> finished) {
@@ -125,8 +129,10 @@ public:
         const auto& hold = f.phases.front();
         const double cpu_seconds = hold.cpu.user + hold.cpu.system;
         const double cpu_percent = hold.seconds > 0 ? cpu_seconds * 100.0 / hold.seconds : 0;
-        // What the watchdog costs the client per extension it made (its batching spreads a script call over many).
-        const double us_per_extension = extensions_ > 0 ? cpu_seconds * 1e6 / static_cast<double>(extensions_) : 0;
+        // What the watchdog costs the client per successful extension (its batches spread a script call over many);
+        // none made: null in JSON, as the other scenarios' per-op figures.
+        const std::string us_per_extension =
+            extensions_ > 0 ? fixed(cpu_seconds * 1e6 / static_cast<double>(extensions_), 2) : "null";
         const double bytes_per_lease = held_ > 0 ? (rss_held_mb_ - rss_before_mb_) * 1048576.0 / held_ : 0;
         const std::string ttl_ms = std::to_string(o_.ttl.count());
         if (json) {
@@ -141,8 +147,8 @@ public:
                    json_field("hold_seconds", fixed(hold.seconds, 2)) +
                    json_field("hold_cpu_percent", fixed(cpu_percent, 1)) +
                    json_field("extensions", std::to_string(extensions_)) +
-                   json_field("us_per_extension", fixed(us_per_extension, 2)) +
-                   json_field("lost", std::to_string(lost_)) +
+                   json_field("extension_failures", std::to_string(extension_failures_)) +
+                   json_field("us_per_extension", us_per_extension) + json_field("lost", std::to_string(lost_)) +
                    json_field("release_seconds", fixed(release_seconds_, 2)) +
                    json_field("errors", std::to_string(f.errors)) + "}\n";
         }
@@ -150,11 +156,11 @@ public:
                " leases with the watchdog, ttl " + ttl_ms + " ms (extended every ttl/3)\n" + "held         " +
                std::to_string(held_) + " (acquired in " + fixed(acquire_seconds_, 2) + " s)\n" + "memory       " +
                fixed(rss_held_mb_, 1) + " MB resident (" + fixed(rss_before_mb_, 1) + " MB before, peak " +
-               fixed(rss_peak_mb_, 1) + "), " + fixed(bytes_per_lease, 0) + " bytes per lease\n" + "watchdog     " +
+               fixed(rss_peak_mb_, 1) + " MB), " + fixed(bytes_per_lease, 0) + " bytes per lease\n" + "watchdog     " +
                fixed(cpu_percent, 1) + "% of a core over " + fixed(hold.seconds, 1) + " s, " +
-               std::to_string(extensions_) + " extensions, " + fixed(us_per_extension, 2) + " us each\n" +
-               "lost         " + std::to_string(lost_) + "\nreleased     in " + fixed(release_seconds_, 2) +
-               " s\nerrors       " + std::to_string(f.errors) + "\n";
+               std::to_string(extensions_) + " extensions (" + std::to_string(extension_failures_) + " failed), " +
+               us_per_extension + " us each\n" + "lost         " + std::to_string(lost_) + "\nreleased     in " +
+               fixed(release_seconds_, 2) + " s\nerrors       " + std::to_string(f.errors) + "\n";
     }
 
 private:
@@ -167,8 +173,10 @@ private:
     double rss_before_mb_ = 0;
     double rss_held_mb_ = 0;
     double rss_peak_mb_ = 0;
-    std::uint64_t extensions_before_ = 0;
+    std::uint64_t extensions_before_ = 0;  // successful ones
     std::uint64_t extensions_ = 0;
+    std::uint64_t extension_failures_before_ = 0;
+    std::uint64_t extension_failures_ = 0;
     double release_seconds_ = 0;
 };
 

@@ -58,7 +58,8 @@ struct slot_range {
 
 // A Redis 7 Cluster master on loopback. It answers HELLO, PING and CLUSTER SHARDS (the map the test sets), confirms
 // SSUBSCRIBE and SUNSUBSCRIBE, runs SET / GET / DEL on a map of its own; the test's script may answer any command
-// first (return nullopt to let the member answer it). It logs every command but HELLO, PING and CLUSTER.
+// first (return nullopt to let the member answer it). It logs every command but HELLO, PING and CLUSTER; frozen
+// (freeze), it answers and logs nothing.
 class fake_member {
 public:
     using script = std::function<std::optional<std::string>(const command&)>;
