@@ -63,9 +63,6 @@ void lease_keeper::on_timer()
         std::size_t keys = 0;  // what a batch costs the server: every key of every lease is one of its script's
     };
     std::map<batch_key, pending_batch> batches;
-    auto spawn_batch = [this](std::vector<std::shared_ptr<lease_state>> batch) {
-        asio::co_spawn(timer_.get_executor(), lease_state::extend_batch(std::move(batch)), asio::detached);
-    };
     for (auto& lease : due) {
         // A failure here must not leave a lease off the schedule, neither extended nor ever declared lost.
         try {
@@ -80,7 +77,8 @@ void lease_keeper::on_timer()
             batch.keys += lease->keys().size();
             if (batch.keys >= batch_keys_) {
                 batch.keys = 0;
-                spawn_batch(std::exchange(batch.leases, {}));
+                start_batch(batch.leases);
+                batch.leases.clear();
             }
         } catch (...) {
             lease->declare_lost_from_keeper();
@@ -89,12 +87,44 @@ void lease_keeper::on_timer()
     for (auto& [fn, batch] : batches) {
         if (batch.leases.empty()) continue;
         try {
-            spawn_batch(batch.leases);
+            start_batch(batch.leases);
         } catch (...) {
             for (auto& lease : batch.leases) lease->declare_lost_from_keeper();
         }
     }
     arm();
+}
+
+// Takes a copy, so that a caller whose start failed still has the leases to declare lost.
+void lease_keeper::start_batch(const batch& leases)
+{
+    if (batches_in_flight_ >= max_batches_in_flight) {
+        waiting_batches_.push_back(leases);
+        return;
+    }
+    ++batches_in_flight_;  // first: co_spawn may run the batch to its end before it returns
+    try {
+        asio::co_spawn(timer_.get_executor(), lease_state::extend_batch(leases),
+                       [weak = weak_from_this()](std::exception_ptr) {
+                           if (auto self = weak.lock()) self->batch_done();
+                       });
+    } catch (...) {
+        --batches_in_flight_;
+        throw;
+    }
+}
+
+void lease_keeper::batch_done()
+{
+    --batches_in_flight_;
+    if (waiting_batches_.empty()) return;
+    const auto next = std::move(waiting_batches_.front());
+    waiting_batches_.pop_front();
+    try {
+        start_batch(next);
+    } catch (...) {
+        for (auto& lease : next) lease->declare_lost_from_keeper();
+    }
 }
 
 }  // namespace redlock::detail

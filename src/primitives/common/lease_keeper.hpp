@@ -1,7 +1,7 @@
 // The watchdog of every lease of a client: one timer, woken when the earliest lease is due. The due leases of a
 // protocol that extends in batches go out together, up to a batch's size per request (one script call per node
-// prolongs them all); the others extend alone; a lease whose validity ended is declared lost. A held lease
-// costs an entry here, not a coroutine and a timer of its own.
+// prolongs them all), a few batches at a time; the others extend alone; a lease whose validity ended is declared
+// lost. A held lease costs an entry here, not a coroutine and a timer of its own.
 #pragma once
 
 #include "common/completion.hpp"
@@ -10,8 +10,10 @@
 
 #include <chrono>
 #include <cstddef>
+#include <deque>
 #include <map>
 #include <memory>
+#include <vector>
 
 namespace redlock::detail {
 
@@ -38,6 +40,12 @@ public:
     /// share a batch.
     static constexpr std::chrono::milliseconds batch_window{50};
 
+    /// Extension batches in flight at once; the others wait here, in order. A node timeout counts from the request's
+    /// submission, so a round's batches sent all at once queued on the node past it: 20,000 tracked leases held on
+    /// one node saw 6,000 to 15,000 extensions fail in 10 s (retried, none lost), and each batch that timed out
+    /// still ran there, keeping the queue long. Four keep a node busy while a batch waits at most three others.
+    static constexpr std::size_t max_batches_in_flight = 4;
+
     /// `batch_keys`: max_batch, or max_tracked_batch where the nodes track keys.
     lease_keeper(const strand_type& strand, std::size_t batch_keys) : timer_(strand), batch_keys_(batch_keys) {}
 
@@ -49,11 +57,16 @@ public:
 private:
     void arm();
     void on_timer();
+    using batch = std::vector<std::shared_ptr<lease_state>>;
+    void start_batch(const batch& leases);
+    void batch_done();
 
     schedule_type schedule_;
     boost::asio::steady_timer timer_;
     std::size_t batch_keys_;
     clock::time_point armed_for_ = clock::time_point::max();
+    std::deque<batch> waiting_batches_;
+    std::size_t batches_in_flight_ = 0;
 };
 
 }  // namespace redlock::detail
