@@ -99,7 +99,7 @@ void lease_keeper::on_timer()
 void lease_keeper::start_batch(const batch& leases)
 {
     if (batches_in_flight_ >= max_batches_in_flight) {
-        waiting_batches_.push_back(leases);
+        waiting_batches_.emplace_back(leases.begin(), leases.end());
         return;
     }
     ++batches_in_flight_;  // first: co_spawn may run the batch to its end before it returns
@@ -117,13 +117,17 @@ void lease_keeper::start_batch(const batch& leases)
 void lease_keeper::batch_done()
 {
     --batches_in_flight_;
-    if (waiting_batches_.empty()) return;
-    const auto next = std::move(waiting_batches_.front());
-    waiting_batches_.pop_front();
-    try {
-        start_batch(next);
-    } catch (...) {
-        for (auto& lease : next) lease->declare_lost_from_keeper();
+    while (!waiting_batches_.empty() && batches_in_flight_ < max_batches_in_flight) {
+        batch next;
+        for (const auto& weak : waiting_batches_.front())
+            if (auto lease = weak.lock()) next.push_back(std::move(lease));  // else destroyed while it waited
+        waiting_batches_.pop_front();
+        if (next.empty()) continue;
+        try {
+            start_batch(next);
+        } catch (...) {
+            for (auto& lease : next) lease->declare_lost_from_keeper();
+        }
     }
 }
 

@@ -65,7 +65,9 @@ private:
     boost::asio::steady_timer timer_;
     std::size_t batch_keys_;
     clock::time_point armed_for_ = clock::time_point::max();
-    std::deque<batch> waiting_batches_;
+    // Weak, as the schedule: a waiting batch must not keep its leases, and through them the client and this keeper,
+    // alive (an io_context destroyed with batches in flight never starts the waiting ones).
+    std::deque<std::vector<std::weak_ptr<lease_state>>> waiting_batches_;
     std::size_t batches_in_flight_ = 0;
 };
 
