@@ -35,6 +35,7 @@ ROWS = [
 PEERS = ["node-redlock", "ioredis", "redis-py"]
 # Measured only when `scripts/dev bench --redis-plus-plus DIR` gives a checkout of it (not packaged for Debian 12).
 REDISPP = "redis-plus-plus"
+IMPLS = ["ours"] + PEERS + [REDISPP]  # every implementation a row may hold
 # The handoff table: every grant passes to a worker of another client (`redlock bench --scenario handoff`).
 HANDOFF_ROWS = [("handoff1", "1 node"), ("handoff5", "5 nodes")]
 HANDOFF_IMPLS = [("ours", "plain"), ("ours-fair", "fair"), ("node-redlock", "node-redlock, defaults")]
@@ -108,7 +109,7 @@ def gather(raw):
     rows = []
     for row_id, label, shape in ROWS:
         row = {"id": row_id, "label": label}
-        for impl in ["ours"] + PEERS + [REDISPP]:
+        for impl in IMPLS:
             result = load_json(os.path.join(raw, f"{row_id}.{impl}.json"))
             if result is not None:
                 server = load_number(os.path.join(raw, f"{row_id}.{impl}.server"))
@@ -239,8 +240,8 @@ def hold_table(results):
         lines.append(["ours", fmt_int(r.get("leases")), fmt_int(r.get("held")), fmt_float(r.get("rss_held_mb")),
                       fmt_float(r.get("rss_peak_mb")), fmt_int(r.get("bytes_per_lease")),
                       fmt_float(r.get("hold_cpu_percent")), fmt_int(r.get("extensions")),
-                      fmt_int(r.get("extension_failures")), fmt_float(r.get("us_per_extension"), 2), fmt_int(r.get("lost")),
-                      fmt_float(r.get("release_seconds"), 2), fmt_int(r.get("errors"))])
+                      fmt_int(r.get("extension_failures")), fmt_float(r.get("us_per_extension"), 2),
+                      fmt_int(r.get("lost")), fmt_float(r.get("release_seconds"), 2), fmt_int(r.get("errors"))])
     return lines
 
 
@@ -287,7 +288,7 @@ def print_notes(results, out, bullet=""):
         out.write(f"{bullet or '  '}{s:7s} {c['meaning']}: SET {fmt_int(c['set']['rps'])}/s,"
                   f" release {fmt_int(c['release']['rps'])}/s -> {fmt_int(c['cycles_per_sec'])} cycles/s\n")
     for row in results["rows"]:
-        for impl in ["ours"] + PEERS + [REDISPP]:
+        for impl in IMPLS:
             r = row.get(impl)
             if r and r.get("errors"):
                 out.write(f"{bullet or '  '}errors: {row['label']}, {impl}: {r['errors']} of {r['ops'] + r['errors']}\n")
